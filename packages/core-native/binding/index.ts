@@ -1,0 +1,66 @@
+// Loads the native addon. Order: BMOE_NATIVE_PATH (a .node file you built), this package's own
+// build (build/Release/bmoe.node, in a source checkout), then the prebuilt platform package.
+// When nothing loads, the error lists every candidate and why it failed.
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { NativeBinding } from './types.js';
+
+export type * from './types.js';
+
+const require = createRequire(import.meta.url);
+const pkgDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+let cached: NativeBinding | undefined;
+
+/** The platform package name napi-rs style: @bmoe/core-native-<platform>-<arch>[-<abi>]. */
+export function platformPackageName(platform: string = process.platform, arch: string = process.arch): string {
+  if (platform === 'linux') return `@bmoe/core-native-linux-${arch}-gnu`;
+  return `@bmoe/core-native-${platform}-${arch}`;
+}
+
+/** Where the binding will be looked for, in order. */
+export function bindingCandidates(): string[] {
+  const out: string[] = [];
+  if (process.env.BMOE_NATIVE_PATH) out.push(process.env.BMOE_NATIVE_PATH);
+  out.push(join(pkgDir, 'build', 'Release', 'bmoe.node'));
+  out.push(platformPackageName());
+  return out;
+}
+
+export function loadBinding(): NativeBinding {
+  if (cached) return cached;
+  const tried: string[] = [];
+  for (const candidate of bindingCandidates()) {
+    const isFile = candidate.endsWith('.node');
+    if (isFile && !existsSync(candidate)) {
+      tried.push(`${candidate}: not built`);
+      continue;
+    }
+    try {
+      cached = require(candidate) as NativeBinding;
+      return cached;
+    } catch (e) {
+      const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
+      tried.push(`${candidate}: ${msg}`);
+    }
+  }
+  throw new Error(`no bmoe native binary could be loaded (${tried.join('; ')})`);
+}
+
+/** True when a native binary loads on this machine. */
+export function nativeAvailable(): boolean {
+  try {
+    loadBinding();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Absolute path of a llama.cpp tool built from the same pinned source (tests, bench), or undefined. */
+export function llamaToolPath(name: 'llama-completion' | 'llama-quantize' | 'llama-bench'): string | undefined {
+  const p = join(pkgDir, 'build', 'bin', name);
+  return existsSync(p) ? p : undefined;
+}

@@ -1,0 +1,132 @@
+// The shape of the Node-API addon (src/addon/*.cpp). Everything crossing the boundary is plain
+// data: numbers, strings, typed arrays, plain objects. `@bmoe/engine` wraps this in the public API.
+
+/** A GGUF metadata override, as llama.cpp's `--override-kv`. */
+export interface NativeKvOverride {
+  key: string;
+  type: 'int' | 'float' | 'bool' | 'str';
+  value: number | boolean | string;
+}
+
+export interface NativeModelParams {
+  path: string;
+  /** Map the file (llama.cpp `use_mmap`). Default true. */
+  useMmap?: boolean;
+  /** Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off). Default false. */
+  repack?: boolean;
+  kvOverrides?: NativeKvOverride[];
+}
+
+export interface NativeModelInfo {
+  architecture: string;
+  name: string;
+  description: string;
+  nParams: number;
+  sizeBytes: number;
+  nCtxTrain: number;
+  nEmbd: number;
+  nLayer: number;
+  nHead: number;
+  nHeadKv: number;
+  nVocab: number;
+  nExpert: number;
+  nExpertUsed: number;
+  chatTemplate: string | null;
+  /** Every GGUF metadata key as a string, as llama.cpp exposes it. */
+  meta: Record<string, string>;
+}
+
+export interface NativeContextParams {
+  nCtx: number;
+  nBatch: number;
+  nUbatch: number;
+  threads: number;
+}
+
+export interface NativeSampling {
+  /** 0 = greedy (argmax). */
+  temperature: number;
+  topK: number;
+  topP: number;
+  seed: number;
+}
+
+export interface NativeGenerateRequest {
+  /** The whole conversation so far as tokens; the context reuses its longest cached prefix. */
+  tokens: Int32Array;
+  maxTokens: number;
+  sampling: NativeSampling;
+  /** Copy the logits of every sampled position into the token event (tests, small vocabularies). */
+  logits?: boolean;
+}
+
+/** Per-token counters, measured in C++ around one `llama_decode`. Units are in the names. */
+export interface NativeTokenMetrics {
+  wallMs: number;
+  computeMs: number;
+  ioMs: number;
+  stallMs: number;
+  mgmtMs: number;
+  readBytes: number;
+  expertHits: number;
+  expertMisses: number;
+  cacheResidentBytes: number;
+  prefetchIssued: number;
+  prefetchUseful: number;
+  majorFaults: number;
+  minorFaults: number;
+  cpuMs: number;
+  rssBytes: number;
+}
+
+export interface NativeTokenEvent {
+  /** 0-based index of the generated token. */
+  index: number;
+  token: number;
+  /** The token's bytes; may be a partial UTF-8 sequence. */
+  piece: Uint8Array;
+  isEog: boolean;
+  metrics: NativeTokenMetrics;
+  logits?: Float32Array;
+}
+
+export interface NativeGenerateResult {
+  /** Why generation ended. */
+  stopReason: 'eog' | 'length' | 'abort' | 'context';
+  nPromptTokens: number;
+  /** Prompt tokens that were already in the KV cache and not evaluated again. */
+  nPromptReused: number;
+  promptMs: number;
+  nGenerated: number;
+}
+
+export interface NativeContext {
+  generate(req: NativeGenerateRequest, onToken: (ev: NativeTokenEvent) => void): Promise<NativeGenerateResult>;
+  /** Stops the running generation at the next token boundary (or inside the current decode). */
+  abort(): void;
+  /** Forget the cached conversation. */
+  reset(): void;
+  close(): void;
+}
+
+export interface NativeChatMessage {
+  role: string;
+  content: string;
+}
+
+export interface NativeModel {
+  info(): NativeModelInfo;
+  tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
+  detokenize(tokens: Int32Array): string;
+  /** Formats with the GGUF's own template (llama.cpp common chat templates), or ChatML when asked. */
+  applyChatTemplate(messages: NativeChatMessage[], opts: { chatml: boolean; think: boolean; addAssistant: boolean }): string;
+  createContext(params: NativeContextParams): NativeContext;
+  close(): void;
+}
+
+export interface NativeBinding {
+  /** Loads on a worker thread; rejects with a one-line message naming the file and the problem. */
+  loadModel(params: NativeModelParams): Promise<NativeModel>;
+  /** Pinned llama.cpp commit and build flags of this binary. */
+  buildInfo(): { llamaCommit: string; system: string; variant: string };
+}

@@ -1,0 +1,109 @@
+// Module entry: loadModel (on a worker thread) and buildInfo.
+#include "args.h"
+#include "context_wrap.h"
+#include "model_wrap.h"
+
+#include "../runtime/log_capture.h"
+
+#include "llama.h"
+
+#include <napi.h>
+
+#include <cstring>
+
+#ifndef BMOE_LLAMA_COMMIT
+#define BMOE_LLAMA_COMMIT "unknown"
+#endif
+#ifndef BMOE_VARIANT
+#define BMOE_VARIANT "native"
+#endif
+
+namespace {
+
+struct load_worker : public Napi::AsyncWorker {
+    model_load_params            params;
+    std::shared_ptr<model_state> result;
+    Napi::Promise::Deferred      deferred;
+
+    load_worker(Napi::Env env, model_load_params p)
+        : Napi::AsyncWorker(env), params(std::move(p)), deferred(Napi::Promise::Deferred::New(env)) {}
+
+    void Execute() override {
+        try {
+            result = model_state_load(params);
+        } catch (const std::exception & e) {
+            SetError(e.what());
+        }
+    }
+    void OnOK() override { deferred.Resolve(model_wrap::create(Env(), std::move(result))); }
+    void OnError(const Napi::Error & e) override { deferred.Reject(e.Value()); }
+};
+
+Napi::Value load_model(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = arg_object(info, 0, "loadModel(params)");
+    model_load_params p;
+    p.path     = opt_string(o, "path", "");
+    p.use_mmap = opt_bool(o, "useMmap", true);
+    p.repack   = opt_bool(o, "repack", false);
+    if (p.path.empty()) throw Napi::TypeError::New(env, "path must be a non-empty string");
+    Napi::Value kv = o.Get("kvOverrides");
+    if (kv.IsArray()) {
+        Napi::Array arr = kv.As<Napi::Array>();
+        for (uint32_t i = 0; i < arr.Length(); i++) {
+            Napi::Object e = arr.Get(i).As<Napi::Object>();
+            llama_model_kv_override ov{};
+            const std::string key  = opt_string(e, "key", "");
+            const std::string type = opt_string(e, "type", "");
+            if (key.empty() || key.size() >= sizeof(ov.key)) {
+                throw Napi::RangeError::New(env, "kvOverrides[" + std::to_string(i) + "].key must be 1..127 characters");
+            }
+            std::strncpy(ov.key, key.c_str(), sizeof(ov.key) - 1);
+            if (type == "int") {
+                ov.tag = LLAMA_KV_OVERRIDE_TYPE_INT;
+                ov.val_i64 = opt_int(e, "value", 0, INT64_MIN / 2, INT64_MAX / 2);
+            } else if (type == "float") {
+                ov.tag = LLAMA_KV_OVERRIDE_TYPE_FLOAT;
+                ov.val_f64 = opt_number(e, "value", 0);
+            } else if (type == "bool") {
+                ov.tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
+                ov.val_bool = opt_bool(e, "value", false);
+            } else if (type == "str") {
+                ov.tag = LLAMA_KV_OVERRIDE_TYPE_STR;
+                const std::string s = opt_string(e, "value", "");
+                if (s.size() >= sizeof(ov.val_str)) throw Napi::RangeError::New(env, "kvOverrides[" + std::to_string(i) + "].value is too long");
+                std::strncpy(ov.val_str, s.c_str(), sizeof(ov.val_str) - 1);
+            } else {
+                throw Napi::TypeError::New(env, "kvOverrides[" + std::to_string(i) + "].type must be int, float, bool or str");
+            }
+            p.kv_overrides.push_back(ov);
+        }
+    }
+    auto * w = new load_worker(env, std::move(p));
+    Napi::Promise promise = w->deferred.Promise();
+    w->Queue();
+    return promise;
+}
+
+Napi::Value build_info(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("llamaCommit", BMOE_LLAMA_COMMIT);
+    o.Set("system", llama_print_system_info());
+    o.Set("variant", BMOE_VARIANT);
+    return o;
+}
+
+Napi::Object init(Napi::Env env, Napi::Object exports) {
+    log_capture_install();
+    llama_backend_init();
+    model_wrap::init(env, exports);
+    context_wrap::init(env, exports);
+    exports.Set("loadModel", Napi::Function::New(env, load_model));
+    exports.Set("buildInfo", Napi::Function::New(env, build_info));
+    return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(bmoe, init)

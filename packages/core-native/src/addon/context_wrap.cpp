@@ -1,0 +1,221 @@
+#include "context_wrap.h"
+
+#include "args.h"
+
+#include "../runtime/log_capture.h"
+
+#include <stdexcept>
+
+Napi::FunctionReference * context_wrap::constructor = nullptr;
+
+// Everything one generate() call shares between the decode thread and the JS thread.
+struct generate_job {
+    context_wrap *            owner = nullptr;
+    generate_request          req;
+    Napi::Promise::Deferred   deferred;
+    Napi::ThreadSafeFunction  tsfn;
+    generate_result           result;
+    std::string               error;       // set by the decode thread on failure
+    std::string               js_error;    // set when the JS token callback threw
+
+    explicit generate_job(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
+};
+
+void context_wrap::init(Napi::Env env, Napi::Object exports) {
+    Napi::Function fn = DefineClass(env, "Context", {
+        InstanceMethod("generate", &context_wrap::generate),
+        InstanceMethod("abort", &context_wrap::abort),
+        InstanceMethod("reset", &context_wrap::reset),
+        InstanceMethod("close", &context_wrap::close),
+    });
+    constructor = new Napi::FunctionReference(Napi::Persistent(fn));
+    exports.Set("Context", fn);
+}
+
+Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> model, const context_params & p) {
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx           = p.n_ctx;
+    cp.n_batch         = p.n_batch;
+    cp.n_ubatch        = std::min(p.n_ubatch, p.n_batch);
+    cp.n_threads       = p.threads;
+    cp.n_threads_batch = p.threads;
+    cp.no_perf         = true;
+    log_capture_reset();
+    llama_context * ctx = llama_init_from_model(model->model, cp);
+    if (!ctx) {
+        const std::string why = log_capture_last_error();
+        throw Napi::Error::New(env, "could not create a context (n_ctx " + std::to_string(p.n_ctx) + ")" +
+                                        (why.empty() ? "" : ": " + why));
+    }
+    Napi::Object obj = constructor->New({});
+    context_wrap * self = context_wrap::Unwrap(obj);
+    self->model   = std::move(model);
+    self->ctx     = ctx;
+    self->gen     = std::make_unique<generator>();
+    self->gen->ctx     = ctx;
+    self->gen->vocab   = llama_model_get_vocab(self->model->model);
+    self->gen->n_batch = (int32_t) cp.n_batch;
+    llama_set_abort_callback(ctx, [](void * data) { return static_cast<generator *>(data)->abort_flag.load(); }, self->gen.get());
+    return obj;
+}
+
+context_wrap::context_wrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<context_wrap>(info) {}
+
+context_wrap::~context_wrap() {
+    if (worker.joinable()) {
+        gen->abort_flag.store(true);
+        worker.join();
+    }
+    free_context();
+}
+
+void context_wrap::free_context() {
+    if (ctx) {
+        llama_free(ctx);
+        ctx = nullptr;
+    }
+    gen.reset();
+    model.reset();
+}
+
+static Napi::Object token_event_to_js(Napi::Env env, const token_event & ev) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("index", ev.index);
+    o.Set("token", ev.token);
+    Napi::Uint8Array piece = Napi::Uint8Array::New(env, ev.piece.size());
+    std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
+    o.Set("piece", piece);
+    o.Set("isEog", ev.is_eog);
+    const token_metrics & m = ev.metrics;
+    Napi::Object mo = Napi::Object::New(env);
+    mo.Set("wallMs", m.wall_ms);
+    mo.Set("computeMs", m.compute_ms);
+    mo.Set("ioMs", m.io_ms);
+    mo.Set("stallMs", m.stall_ms);
+    mo.Set("mgmtMs", m.mgmt_ms);
+    mo.Set("readBytes", (double) m.read_bytes);
+    mo.Set("expertHits", (double) m.expert_hits);
+    mo.Set("expertMisses", (double) m.expert_misses);
+    mo.Set("cacheResidentBytes", (double) m.cache_resident_bytes);
+    mo.Set("prefetchIssued", (double) m.prefetch_issued);
+    mo.Set("prefetchUseful", (double) m.prefetch_useful);
+    mo.Set("majorFaults", (double) m.major_faults);
+    mo.Set("minorFaults", (double) m.minor_faults);
+    mo.Set("cpuMs", m.cpu_ms);
+    mo.Set("rssBytes", (double) m.rss_bytes);
+    o.Set("metrics", mo);
+    if (!ev.logits.empty()) {
+        Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
+        std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());
+        o.Set("logits", lg);
+    }
+    return o;
+}
+
+Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    if (!ctx || close_pending) throw Napi::Error::New(env, "the context is closed");
+    if (busy) throw Napi::Error::New(env, "a generation is already running on this context");
+    Napi::Object r = arg_object(info, 0, "generate(request, onToken)");
+    if (info.Length() < 2 || !info[1].IsFunction()) {
+        throw Napi::TypeError::New(env, "generate(request, onToken): onToken must be a function");
+    }
+    Napi::Value tv = r.Get("tokens");
+    if (!tv.IsTypedArray() || tv.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+        throw Napi::TypeError::New(env, "tokens must be an Int32Array");
+    }
+    auto * job = new generate_job(env);
+    job->owner = this;
+    Napi::Int32Array toks = tv.As<Napi::Int32Array>();
+    job->req.tokens.assign(toks.Data(), toks.Data() + toks.ElementLength());
+    job->req.max_tokens  = (int32_t) opt_int(r, "maxTokens", 256, 0, 1 << 24);
+    job->req.want_logits = opt_bool(r, "logits", false);
+    Napi::Value sv = r.Get("sampling");
+    if (sv.IsObject()) {
+        Napi::Object s = sv.As<Napi::Object>();
+        job->req.sampling.temperature = (float) opt_number(s, "temperature", 0.0);
+        job->req.sampling.top_k       = (int32_t) opt_int(s, "topK", 40, 0, 1 << 24);
+        job->req.sampling.top_p       = (float) opt_number(s, "topP", 0.95);
+        job->req.sampling.seed        = (uint32_t) opt_int(s, "seed", 0, 0, 0xFFFFFFFFLL);
+    }
+
+    Napi::Promise promise = job->deferred.Promise();
+    job->tsfn = Napi::ThreadSafeFunction::New(
+        env, info[1].As<Napi::Function>(), "bmoe-generate", 0, 1, job,
+        [](Napi::Env env, generate_job * job) { job->owner->finish_job(env, job); });
+    busy = true;
+    Ref(); // keep this object alive while the decode thread uses it
+
+    generator * g = gen.get();
+    worker = std::thread([job, g]() {
+        try {
+            job->result = g->run(job->req, [job](token_event && ev) {
+                auto * heap = new token_event(std::move(ev));
+                const napi_status st = job->tsfn.BlockingCall(heap, [job](Napi::Env env, Napi::Function cb, token_event * e) {
+                    std::unique_ptr<token_event> own(e);
+                    if (!job->js_error.empty()) return;
+                    try {
+                        cb.Call({ token_event_to_js(env, *e) });
+                    } catch (const Napi::Error & err) {
+                        job->js_error = err.Message();
+                        job->owner->gen->abort_flag.store(true);
+                    }
+                });
+                if (st != napi_ok) {
+                    delete heap;
+                }
+            });
+        } catch (const std::exception & e) {
+            job->error = e.what();
+        }
+        job->tsfn.Release();
+    });
+    return promise;
+}
+
+void context_wrap::finish_job(Napi::Env env, generate_job * job) {
+    if (worker.joinable()) worker.join();
+    busy = false;
+    Napi::HandleScope scope(env);
+    if (!job->js_error.empty()) {
+        job->deferred.Reject(Napi::Error::New(env, "onToken threw: " + job->js_error).Value());
+    } else if (!job->error.empty()) {
+        job->deferred.Reject(Napi::Error::New(env, job->error).Value());
+    } else {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("stopReason", job->result.stop_reason);
+        o.Set("nPromptTokens", job->result.n_prompt);
+        o.Set("nPromptReused", job->result.n_prompt_reused);
+        o.Set("promptMs", job->result.prompt_ms);
+        o.Set("nGenerated", job->result.n_generated);
+        job->deferred.Resolve(o);
+    }
+    delete job;
+    if (close_pending) {
+        free_context();
+    }
+    Unref();
+}
+
+Napi::Value context_wrap::abort(const Napi::CallbackInfo & info) {
+    if (gen) gen->abort_flag.store(true);
+    return info.Env().Undefined();
+}
+
+Napi::Value context_wrap::reset(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    if (!ctx) throw Napi::Error::New(env, "the context is closed");
+    if (busy) throw Napi::Error::New(env, "cannot reset while a generation is running");
+    gen->reset();
+    return env.Undefined();
+}
+
+Napi::Value context_wrap::close(const Napi::CallbackInfo & info) {
+    if (busy) {
+        gen->abort_flag.store(true);
+        close_pending = true; // freed when the running generation has unwound
+    } else {
+        free_context();
+    }
+    return info.Env().Undefined();
+}

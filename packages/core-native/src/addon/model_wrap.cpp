@@ -1,0 +1,167 @@
+#include "model_wrap.h"
+
+#include "args.h"
+#include "context_wrap.h"
+
+#include "../runtime/chat_format.h"
+
+#include <vector>
+
+Napi::FunctionReference * model_wrap::constructor = nullptr;
+
+void model_wrap::init(Napi::Env env, Napi::Object exports) {
+    Napi::Function fn = DefineClass(env, "Model", {
+        InstanceMethod("info", &model_wrap::info),
+        InstanceMethod("tokenize", &model_wrap::tokenize),
+        InstanceMethod("detokenize", &model_wrap::detokenize),
+        InstanceMethod("applyChatTemplate", &model_wrap::apply_chat_template),
+        InstanceMethod("createContext", &model_wrap::create_context),
+        InstanceMethod("close", &model_wrap::close),
+    });
+    constructor = new Napi::FunctionReference(Napi::Persistent(fn));
+    exports.Set("Model", fn);
+}
+
+Napi::Object model_wrap::create(Napi::Env env, std::shared_ptr<model_state> st) {
+    Napi::Object obj = constructor->New({});
+    model_wrap::Unwrap(obj)->state = std::move(st);
+    return obj;
+}
+
+model_wrap::model_wrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<model_wrap>(info) {}
+
+model_state & model_wrap::live(Napi::Env env) {
+    if (!state) {
+        throw Napi::Error::New(env, "the model is closed");
+    }
+    return *state;
+}
+
+Napi::Value model_wrap::info(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    const llama_model * m = live(env).model;
+    Napi::Object o = Napi::Object::New(env);
+    char buf[1024];
+
+    auto meta = [&](const char * key) -> std::string {
+        const int32_t n = llama_model_meta_val_str(m, key, buf, sizeof(buf));
+        return n >= 0 ? std::string(buf) : std::string();
+    };
+    const std::string arch = meta("general.architecture");
+    auto meta_int = [&](const std::string & key) -> double {
+        const std::string v = meta(key.c_str());
+        return v.empty() ? 0.0 : std::stod(v);
+    };
+    llama_model_desc(m, buf, sizeof(buf));
+    o.Set("architecture", arch);
+    o.Set("name", meta("general.name"));
+    o.Set("description", std::string(buf));
+    o.Set("nParams", (double) llama_model_n_params(m));
+    o.Set("sizeBytes", (double) llama_model_size(m));
+    o.Set("nCtxTrain", llama_model_n_ctx_train(m));
+    o.Set("nEmbd", llama_model_n_embd(m));
+    o.Set("nLayer", llama_model_n_layer(m));
+    o.Set("nHead", llama_model_n_head(m));
+    o.Set("nHeadKv", llama_model_n_head_kv(m));
+    o.Set("nVocab", llama_vocab_n_tokens(llama_model_get_vocab(m)));
+    o.Set("nExpert", meta_int(arch + ".expert_count"));
+    o.Set("nExpertUsed", meta_int(arch + ".expert_used_count"));
+    const char * tmpl = llama_model_chat_template(m, nullptr);
+    o.Set("chatTemplate", tmpl ? Napi::Value(Napi::String::New(env, tmpl)) : env.Null());
+
+    Napi::Object all = Napi::Object::New(env);
+    const int32_t n = llama_model_meta_count(m);
+    std::vector<char> val(1 << 16);
+    for (int32_t i = 0; i < n; i++) {
+        if (llama_model_meta_key_by_index(m, i, buf, sizeof(buf)) < 0) continue;
+        if (llama_model_meta_val_str_by_index(m, i, val.data(), val.size()) < 0) continue;
+        all.Set(buf, std::string(val.data()));
+    }
+    o.Set("meta", all);
+    return o;
+}
+
+Napi::Value model_wrap::tokenize(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    const llama_vocab * vocab = llama_model_get_vocab(live(env).model);
+    if (info.Length() < 1 || !info[0].IsString()) {
+        throw Napi::TypeError::New(env, "tokenize(text, addSpecial, parseSpecial): text must be a string");
+    }
+    const std::string text = info[0].As<Napi::String>().Utf8Value();
+    const bool add_special   = info.Length() > 1 && info[1].ToBoolean().Value();
+    const bool parse_special = info.Length() > 2 && info[2].ToBoolean().Value();
+    std::vector<llama_token> toks(text.size() + 8);
+    int32_t n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
+    if (n < 0) {
+        toks.resize((size_t) -n);
+        n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
+    }
+    if (n < 0) {
+        throw Napi::Error::New(env, "tokenize failed");
+    }
+    Napi::Int32Array out = Napi::Int32Array::New(env, (size_t) n);
+    std::copy(toks.begin(), toks.begin() + n, out.Data());
+    return out;
+}
+
+Napi::Value model_wrap::detokenize(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    const llama_vocab * vocab = llama_model_get_vocab(live(env).model);
+    if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+        throw Napi::TypeError::New(env, "detokenize(tokens): tokens must be an Int32Array");
+    }
+    Napi::Int32Array toks = info[0].As<Napi::Int32Array>();
+    std::string out(toks.ElementLength() * 8 + 16, '\0');
+    int32_t n = llama_detokenize(vocab, toks.Data(), (int32_t) toks.ElementLength(), out.data(), (int32_t) out.size(), false, false);
+    if (n < 0) {
+        out.resize((size_t) -n);
+        n = llama_detokenize(vocab, toks.Data(), (int32_t) toks.ElementLength(), out.data(), (int32_t) out.size(), false, false);
+    }
+    out.resize(n > 0 ? (size_t) n : 0);
+    return Napi::String::New(env, out);
+}
+
+Napi::Value model_wrap::apply_chat_template(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    model_state & st = live(env);
+    if (info.Length() < 1 || !info[0].IsArray()) {
+        throw Napi::TypeError::New(env, "applyChatTemplate(messages, opts): messages must be an array");
+    }
+    Napi::Array arr = info[0].As<Napi::Array>();
+    std::vector<chat_message> msgs;
+    for (uint32_t i = 0; i < arr.Length(); i++) {
+        Napi::Value v = arr.Get(i);
+        if (!v.IsObject()) throw Napi::TypeError::New(env, "messages[" + std::to_string(i) + "] must be an object");
+        Napi::Object m = v.As<Napi::Object>();
+        msgs.push_back({ opt_string(m, "role", ""), opt_string(m, "content", "") });
+    }
+    chat_format_options o;
+    if (info.Length() > 1 && info[1].IsObject()) {
+        Napi::Object opts = info[1].As<Napi::Object>();
+        o.chatml        = opt_bool(opts, "chatml", false);
+        o.think         = opt_bool(opts, "think", true);
+        o.add_assistant = opt_bool(opts, "addAssistant", true);
+    }
+    try {
+        return Napi::String::New(env, chat_format(st, msgs, o));
+    } catch (const std::exception & e) {
+        throw Napi::Error::New(env, std::string("chat template: ") + e.what());
+    }
+}
+
+Napi::Value model_wrap::create_context(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    live(env);
+    Napi::Object p = arg_object(info, 0, "createContext(params)");
+    context_params cp;
+    cp.n_ctx    = (uint32_t) opt_int(p, "nCtx", 4096, 16, 1 << 20);
+    cp.n_batch  = (uint32_t) opt_int(p, "nBatch", 512, 1, 1 << 16);
+    cp.n_ubatch = (uint32_t) opt_int(p, "nUbatch", 512, 1, 1 << 16);
+    cp.threads  = (int32_t) opt_int(p, "threads", 4, 1, 1024);
+    return context_wrap::create(env, state, cp);
+}
+
+Napi::Value model_wrap::close(const Napi::CallbackInfo & info) {
+    state.reset(); // contexts keep their own reference; the model is freed with the last one
+    return info.Env().Undefined();
+}

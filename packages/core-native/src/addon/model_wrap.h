@@ -1,0 +1,27 @@
+#pragma once
+// JS class `Model`: a loaded llama_model plus tokenizer and chat-template helpers.
+#include "../runtime/model_state.h"
+
+#include <napi.h>
+
+#include <memory>
+
+struct model_wrap : public Napi::ObjectWrap<model_wrap> {
+    static Napi::FunctionReference * constructor;
+    static void init(Napi::Env env, Napi::Object exports);
+    static Napi::Object create(Napi::Env env, std::shared_ptr<model_state> st);
+
+    explicit model_wrap(const Napi::CallbackInfo & info);
+
+    std::shared_ptr<model_state> state;
+
+    Napi::Value info(const Napi::CallbackInfo & info);
+    Napi::Value tokenize(const Napi::CallbackInfo & info);
+    Napi::Value detokenize(const Napi::CallbackInfo & info);
+    Napi::Value apply_chat_template(const Napi::CallbackInfo & info);
+    Napi::Value create_context(const Napi::CallbackInfo & info);
+    Napi::Value close(const Napi::CallbackInfo & info);
+
+    // Throws a JS error when the model was closed.
+    model_state & live(Napi::Env env);
+};

@@ -1,0 +1,31 @@
+#include "chat_format.h"
+
+#include "model_state.h"
+
+#include "chat.h"
+
+#include <stdexcept>
+
+std::string chat_format(const model_state & m, const std::vector<chat_message> & msgs, const chat_format_options & o) {
+    common_chat_templates_inputs in;
+    for (const auto & msg : msgs) {
+        common_chat_msg cm;
+        cm.role    = msg.role;
+        cm.content = msg.content;
+        in.messages.push_back(std::move(cm));
+    }
+    in.add_generation_prompt = o.add_assistant;
+    in.use_jinja             = true;
+    in.enable_thinking       = o.think;
+    const common_chat_templates * t = o.chatml ? m.chatml : m.chat_templates;
+    std::string prompt = common_chat_templates_apply(t, in).prompt;
+
+    // Harmony (gpt-oss) templates open the analysis channel by default and ignore
+    // enable_thinking: with thinking off, prime the final channel so the model answers directly.
+    static const std::string harmony_open = "<|start|>assistant";
+    if (!o.think && o.add_assistant && prompt.size() >= harmony_open.size() &&
+        prompt.compare(prompt.size() - harmony_open.size(), harmony_open.size(), harmony_open) == 0) {
+        prompt += "<|channel|>final<|message|>";
+    }
+    return prompt;
+}

@@ -1,0 +1,20 @@
+#pragma once
+// Chat formatting through llama.cpp's common chat templates (the GGUF's own Jinja template).
+#include <string>
+#include <vector>
+
+struct model_state;
+
+struct chat_message {
+    std::string role;
+    std::string content;
+};
+
+struct chat_format_options {
+    bool chatml        = false; // ChatML instead of the GGUF's template
+    bool think         = true;  // false: Qwen3 enable_thinking=false; gpt-oss answers on its final channel
+    bool add_assistant = true;  // end with the assistant's generation prompt
+};
+
+// Throws std::runtime_error on template errors.
+std::string chat_format(const model_state & m, const std::vector<chat_message> & msgs, const chat_format_options & o);

@@ -1,0 +1,186 @@
+#include "generator.h"
+
+#include "../sys/proc_stats.h"
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+
+namespace {
+
+struct sampler_deleter {
+    void operator()(llama_sampler * s) const { llama_sampler_free(s); }
+};
+using sampler_ptr = std::unique_ptr<llama_sampler, sampler_deleter>;
+
+sampler_ptr make_sampler(const sampling_params & p) {
+    sampler_ptr chain(llama_sampler_chain_init(llama_sampler_chain_default_params()));
+    if (p.temperature <= 0.0f) {
+        llama_sampler_chain_add(chain.get(), llama_sampler_init_greedy());
+        return chain;
+    }
+    if (p.top_k > 0) {
+        llama_sampler_chain_add(chain.get(), llama_sampler_init_top_k(p.top_k));
+    }
+    if (p.top_p < 1.0f) {
+        llama_sampler_chain_add(chain.get(), llama_sampler_init_top_p(p.top_p, 1));
+    }
+    llama_sampler_chain_add(chain.get(), llama_sampler_init_temp(p.temperature));
+    llama_sampler_chain_add(chain.get(), llama_sampler_init_dist(p.seed));
+    return chain;
+}
+
+std::string token_piece(const llama_vocab * vocab, llama_token t) {
+    std::string out(32, '\0');
+    int n = llama_token_to_piece(vocab, t, out.data(), (int32_t) out.size(), 0, true);
+    if (n < 0) {
+        out.resize((size_t) -n);
+        n = llama_token_to_piece(vocab, t, out.data(), (int32_t) out.size(), 0, true);
+    }
+    out.resize(n > 0 ? (size_t) n : 0);
+    return out;
+}
+
+// Measures one llama_decode: wall time, process counters, and the observer's stream counters.
+struct decode_timer {
+    decode_observer * obs;
+    proc_stats        p0;
+    double            t0;
+
+    explicit decode_timer(decode_observer * o) : obs(o), p0(proc_stats_now()), t0(now_ms()) {
+        if (obs) obs->begin_decode();
+    }
+
+    token_metrics finish() {
+        token_metrics m;
+        m.wall_ms = now_ms() - t0;
+        const proc_stats p1 = proc_stats_now();
+        m.cpu_ms       = p1.cpu_ms - p0.cpu_ms;
+        m.major_faults = p1.major_faults - p0.major_faults;
+        m.minor_faults = p1.minor_faults - p0.minor_faults;
+        if (obs) {
+            obs->end_decode(m);
+        }
+        if (m.compute_ms == 0) {
+            m.compute_ms = std::max(0.0, m.wall_ms - m.io_ms - m.mgmt_ms - m.stall_ms);
+        }
+        m.rss_bytes = proc_rss_bytes();
+        return m;
+    }
+};
+
+}  // namespace
+
+void generator::reset() {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    cached.clear();
+}
+
+generate_result generator::run(const generate_request & req, const std::function<void(token_event &&)> & on_token) {
+    generate_result res;
+    abort_flag.store(false);
+    const int32_t n_ctx = (int32_t) llama_n_ctx(ctx);
+    if (req.tokens.empty()) {
+        throw std::runtime_error("the prompt is empty (0 tokens)");
+    }
+    if ((int32_t) req.tokens.size() >= n_ctx) {
+        throw std::runtime_error("the prompt has " + std::to_string(req.tokens.size()) +
+                                 " tokens but the context holds " + std::to_string(n_ctx));
+    }
+    const int32_t n_vocab = llama_vocab_n_tokens(vocab);
+    for (llama_token t : req.tokens) {
+        if (t < 0 || t >= n_vocab) {
+            throw std::runtime_error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
+                                     std::to_string(n_vocab - 1) + ")");
+        }
+    }
+
+    // Reuse the longest cached prefix; at least one token must be evaluated to get logits.
+    size_t n_keep = 0;
+    while (n_keep < cached.size() && n_keep < req.tokens.size() && cached[n_keep] == req.tokens[n_keep]) {
+        n_keep++;
+    }
+    if (n_keep == req.tokens.size()) {
+        n_keep--;
+    }
+    llama_memory_t mem = llama_get_memory(ctx);
+    if (!llama_memory_seq_rm(mem, 0, (llama_pos) n_keep, -1)) {
+        llama_memory_clear(mem, true);
+        n_keep = 0;
+    }
+    cached.resize(n_keep);
+    res.n_prompt        = (int32_t) req.tokens.size();
+    res.n_prompt_reused = (int32_t) n_keep;
+
+    sampler_ptr smpl = make_sampler(req.sampling);
+
+    auto decode = [&](llama_token * toks, int32_t n) -> bool {
+        const int32_t rc = llama_decode(ctx, llama_batch_get_one(toks, n));
+        if (rc == 2 || (rc != 0 && abort_flag.load())) {
+            return false; // aborted inside the graph
+        }
+        if (rc != 0) {
+            throw std::runtime_error("llama_decode failed with code " + std::to_string(rc) + " at position " +
+                                     std::to_string(cached.size()));
+        }
+        cached.insert(cached.end(), toks, toks + n);
+        return true;
+    };
+
+    // Prompt, in n_batch chunks like llama-completion.
+    const double  t_prompt = now_ms();
+    std::vector<llama_token> pending(req.tokens.begin() + (long) n_keep, req.tokens.end());
+    decode_timer  first(observer);
+    for (size_t i = 0; i < pending.size(); i += (size_t) n_batch) {
+        const int32_t n = (int32_t) std::min(pending.size() - i, (size_t) n_batch);
+        if (abort_flag.load() || !decode(pending.data() + i, n)) {
+            res.stop_reason = "abort";
+            res.prompt_ms   = now_ms() - t_prompt;
+            llama_memory_seq_rm(mem, 0, (llama_pos) cached.size(), -1);
+            return res;
+        }
+    }
+    token_metrics metrics = first.finish();
+    res.prompt_ms = now_ms() - t_prompt;
+
+    for (int32_t i = 0; i < req.max_tokens; i++) {
+        token_event ev;
+        ev.index   = i;
+        ev.token   = llama_sampler_sample(smpl.get(), ctx, -1);
+        ev.is_eog  = llama_vocab_is_eog(vocab, ev.token);
+        ev.piece   = ev.is_eog ? std::string() : token_piece(vocab, ev.token);
+        ev.metrics = metrics;
+        if (req.want_logits) {
+            const float * lg = llama_get_logits_ith(ctx, -1);
+            ev.logits.assign(lg, lg + n_vocab);
+        }
+        const bool eog = ev.is_eog;
+        llama_token tok = ev.token;
+        on_token(std::move(ev));
+        res.n_generated++;
+        if (eog) {
+            res.stop_reason = "eog";
+            return res;
+        }
+        if (i + 1 == req.max_tokens) {
+            break; // the last token is not fed back: a next turn re-evaluates it as part of its prompt
+        }
+        if (abort_flag.load()) {
+            res.stop_reason = "abort";
+            return res;
+        }
+        if ((int32_t) cached.size() + 1 >= n_ctx) {
+            res.stop_reason = "context";
+            return res;
+        }
+        decode_timer t(observer);
+        if (!decode(&tok, 1)) {
+            res.stop_reason = "abort";
+            llama_memory_seq_rm(mem, 0, (llama_pos) cached.size(), -1);
+            return res;
+        }
+        metrics = t.finish();
+    }
+    res.stop_reason = "length";
+    return res;
+}

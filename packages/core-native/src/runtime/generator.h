@@ -1,0 +1,64 @@
+#pragma once
+// The decode loop, free of Node-API: prefix reuse of the KV cache, sampling, per-token metrics,
+// abort. One generator per llama_context; not thread-safe except `abort`.
+#include "token_metrics.h"
+
+#include "llama.h"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+struct sampling_params {
+    float    temperature = 0.0f; // 0 = greedy
+    int32_t  top_k       = 40;
+    float    top_p       = 0.95f;
+    uint32_t seed        = 0;
+};
+
+struct generate_request {
+    std::vector<llama_token> tokens;       // the whole conversation so far
+    int32_t                  max_tokens = 0;
+    sampling_params          sampling;
+    bool                     want_logits = false;
+};
+
+struct token_event {
+    int32_t            index  = 0;
+    llama_token        token  = 0;
+    std::string        piece;             // raw bytes, may split a UTF-8 sequence
+    bool               is_eog = false;
+    token_metrics      metrics;
+    std::vector<float> logits;
+};
+
+struct generate_result {
+    std::string stop_reason;              // eog | length | abort | context
+    int32_t     n_prompt        = 0;
+    int32_t     n_prompt_reused = 0;
+    double      prompt_ms       = 0;
+    int32_t     n_generated     = 0;
+};
+
+// Per-decode counters from a pluggable source (the expert streamer fills the I/O and cache
+// fields; resident runs leave them zero).
+struct decode_observer {
+    virtual ~decode_observer() = default;
+    virtual void begin_decode() = 0;
+    virtual void end_decode(token_metrics & m) = 0;
+};
+
+struct generator {
+    llama_context *          ctx      = nullptr;
+    const llama_vocab *      vocab    = nullptr;
+    int32_t                  n_batch  = 512;
+    decode_observer *        observer = nullptr;
+    std::vector<llama_token> cached;                 // tokens whose KV entries are in ctx (seq 0)
+    std::atomic<bool>        abort_flag{false};
+
+    // Throws std::runtime_error with a one-line message on failure.
+    generate_result run(const generate_request & req, const std::function<void(token_event &&)> & on_token);
+    void reset();
+};

@@ -1,0 +1,29 @@
+#pragma once
+// A loaded model shared by its JS wrapper and every context created from it: the last owner
+// frees it, so closing a model while a generation runs cannot pull weights out from under it.
+#include "llama.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+struct common_chat_templates;
+
+struct model_load_params {
+    std::string path;
+    bool        use_mmap = true;
+    bool        repack   = false;   // llama.cpp's extra buffer types (CPU_REPACK)
+    std::vector<llama_model_kv_override> kv_overrides; // terminated by an empty key when passed on
+};
+
+struct model_state {
+    llama_model *          model = nullptr;
+    common_chat_templates * chat_templates = nullptr;  // the GGUF's own template
+    common_chat_templates * chatml         = nullptr;  // ChatML, for --chatml
+    std::string            path;
+
+    ~model_state();
+};
+
+// Throws std::runtime_error with a one-line message naming the file.
+std::shared_ptr<model_state> model_state_load(const model_load_params & p);
