@@ -8,6 +8,43 @@ export interface NativeKvOverride {
   value: number | boolean | string;
 }
 
+/** Expert streaming (`--moe-stream`); present = on. Names match the CLI flags. */
+export interface NativeStreamParams {
+  /** Expert cache budget in MiB, 0 = no cache, or 'auto' (MemAvailable minus a floor, capped). */
+  cacheMb: number | 'auto';
+  /** Ceiling for 'auto', MiB; 0 = none. */
+  cacheCeilMb?: number;
+  /** MemAvailable that 'auto' leaves to the system, MiB. Default 1024. */
+  cacheFloorMb?: number;
+  /** Read lanes. Default 4. */
+  ioThreads?: number;
+  /** Hide reads behind expert compute (needs patch 0002; see buildInfo().overlapSupported). */
+  overlap?: boolean;
+  /** Speculative read-ahead depth; 0 = off. */
+  prefetch?: number;
+  /** Read with O_DIRECT (default true); buffered reads otherwise. */
+  odirect?: boolean;
+  /** How non-expert weights are held: the file mapping, or copied into anonymous memory. */
+  denseWeights?: 'mmap' | 'anon';
+  /** Accept a cache budget below one token's routed working set. */
+  forceCache?: boolean;
+}
+
+/** What the streamer resolved at load. */
+export interface NativeStreamInfo {
+  budgetBytes: number;
+  configuredSlots: number;
+  workingSetBytes: number;
+  expertBytes: number;
+  denseBytes: number;
+  topK: number;
+  ioThreads: number;
+  overlap: boolean;
+  warning: string;
+  totalHits: number;
+  totalMisses: number;
+}
+
 export interface NativeModelParams {
   path: string;
   /** Map the file (llama.cpp `use_mmap`). Default true. */
@@ -15,6 +52,7 @@ export interface NativeModelParams {
   /** Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off). Default false. */
   repack?: boolean;
   kvOverrides?: NativeKvOverride[];
+  stream?: NativeStreamParams;
 }
 
 export interface NativeModelInfo {
@@ -121,6 +159,8 @@ export interface NativeModel {
   /** Formats with the GGUF's own template (llama.cpp common chat templates), or ChatML when asked. */
   applyChatTemplate(messages: NativeChatMessage[], opts: { chatml: boolean; think: boolean; addAssistant: boolean }): string;
   createContext(params: NativeContextParams): NativeContext;
+  /** Streaming state, or null for a resident model. */
+  streamInfo(): NativeStreamInfo | null;
   close(): void;
 }
 
@@ -128,5 +168,5 @@ export interface NativeBinding {
   /** Loads on a worker thread; rejects with a one-line message naming the file and the problem. */
   loadModel(params: NativeModelParams): Promise<NativeModel>;
   /** Pinned llama.cpp commit and build flags of this binary. */
-  buildInfo(): { llamaCommit: string; system: string; variant: string };
+  buildInfo(): { llamaCommit: string; system: string; variant: string; overlapSupported: boolean };
 }

@@ -1,17 +1,45 @@
-# The Node-API addon. Layers: runtime/ (decode loop, model, chat; no Node-API), sys/ (process
-# counters), addon/ (the JS boundary only).
+# The Node-API addon and the streaming core. Layers (one folder each):
+#   cache/   policy: which experts stay resident (pure; unit-tested without a model)
+#   stream/  options, the GGUF expert layout, and the streamer that ties the mechanisms together
+#   vm/      engine-owned memory at the experts' canonical addresses (mmap, memfd slots)
+#   io/      read lanes (O_DIRECT, one descriptor per lane)
+#   runtime/ decode loop, model loading, chat formatting (no Node-API)
+#   sys/     process counters
+#   addon/   the JS boundary only
 execute_process(COMMAND node -p "require('node-addon-api').include_dir"
                 WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}
                 OUTPUT_VARIABLE BMOE_NAPI_INC OUTPUT_STRIP_TRAILING_WHITESPACE)
 string(REPLACE "\"" "" BMOE_NAPI_INC "${BMOE_NAPI_INC}")
+
+# Our patches to the pinned source (patches/): detect them so an unpatched llama.cpp still builds.
+file(READ ${BMOE_LLAMA_DIR}/ggml/include/ggml-cpu.h BMOE_GGML_CPU_H)
+file(READ ${BMOE_LLAMA_DIR}/include/llama.h BMOE_LLAMA_H)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${BMOE_LLAMA_DIR}/ggml/include/ggml-cpu.h ${BMOE_LLAMA_DIR}/include/llama.h)
+set(BMOE_FEATURE_DEFS "")
+if (BMOE_GGML_CPU_H MATCHES "ggml_cpu_set_mul_mat_id_hook")
+    list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_MMID_HOOK)
+endif()
+if (BMOE_LLAMA_H MATCHES "cold_tensors")
+    list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_COLD_TENSORS)
+endif()
+
+add_library(bmoe_policy STATIC
+    src/cache/cache_policy.cpp
+    src/stream/stream_config.cpp)
 
 add_library(bmoe_runtime STATIC
     src/runtime/generator.cpp
     src/runtime/model_state.cpp
     src/runtime/chat_format.cpp
     src/runtime/log_capture.cpp
+    src/stream/expert_layout.cpp
+    src/stream/streamer.cpp
+    src/vm/expert_memory.cpp
+    src/io/read_lanes.cpp
     src/sys/proc_stats.cpp)
-target_link_libraries(bmoe_runtime PUBLIC llama llama-common)
+target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy)
+target_compile_definitions(bmoe_runtime PUBLIC ${BMOE_FEATURE_DEFS})
 
 add_library(bmoe SHARED
     src/addon/addon.cpp
@@ -26,3 +54,10 @@ target_link_libraries(bmoe PRIVATE bmoe_runtime ${CMAKE_JS_LIB})
 if (NOT APPLE)
     target_link_options(bmoe PRIVATE -Wl,--exclude-libs,ALL)
 endif()
+
+# C++ unit tests of the policy (ctest; no model, no llama.cpp).
+enable_testing()
+add_executable(test_cache_policy test/cpp/test_cache_policy.cpp)
+target_link_libraries(test_cache_policy PRIVATE bmoe_policy)
+add_test(NAME cache_policy COMMAND test_cache_policy)
+add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy)

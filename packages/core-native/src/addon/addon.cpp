@@ -4,6 +4,7 @@
 #include "model_wrap.h"
 
 #include "../runtime/log_capture.h"
+#include "../stream/streamer.h"
 
 #include "llama.h"
 
@@ -79,6 +80,30 @@ Napi::Value load_model(const Napi::CallbackInfo & info) {
             p.kv_overrides.push_back(ov);
         }
     }
+    Napi::Value sv = o.Get("stream");
+    if (sv.IsObject()) {
+        Napi::Object s = sv.As<Napi::Object>();
+        stream_config & c = p.stream;
+        c.enabled = true;
+        Napi::Value cm = s.Get("cacheMb");
+        if (cm.IsString() && cm.As<Napi::String>().Utf8Value() == "auto") {
+            c.cache_auto = true;
+        } else {
+            c.cache_mb = (uint64_t) opt_int(s, "cacheMb", 0, 0, 1ll << 24);
+        }
+        c.cache_ceil_mb  = (uint64_t) opt_int(s, "cacheCeilMb", 0, 0, 1ll << 24);
+        c.cache_floor_mb = (uint64_t) opt_int(s, "cacheFloorMb", 1024, 0, 1ll << 24);
+        c.io_threads     = (int32_t) opt_int(s, "ioThreads", 4, 1, 64);
+        c.overlap        = opt_bool(s, "overlap", false);
+        c.prefetch       = (int32_t) opt_int(s, "prefetch", 0, 0, 64);
+        c.odirect        = opt_bool(s, "odirect", true);
+        c.force_cache    = opt_bool(s, "forceCache", false);
+        const std::string dw = opt_string(s, "denseWeights", "mmap");
+        if (dw != "mmap" && dw != "anon") throw Napi::TypeError::New(env, "denseWeights must be mmap or anon, got " + dw);
+        c.dense_weights = dw == "anon" ? dense_weights_mode::anon : dense_weights_mode::mmap;
+        const std::string bad = stream_config_validate(c);
+        if (!bad.empty()) throw Napi::RangeError::New(env, bad);
+    }
     auto * w = new load_worker(env, std::move(p));
     Napi::Promise promise = w->deferred.Promise();
     w->Queue();
@@ -91,6 +116,7 @@ Napi::Value build_info(const Napi::CallbackInfo & info) {
     o.Set("llamaCommit", BMOE_LLAMA_COMMIT);
     o.Set("system", llama_print_system_info());
     o.Set("variant", BMOE_VARIANT);
+    o.Set("overlapSupported", streamer_overlap_supported());
     return o;
 }
 

@@ -3,6 +3,7 @@
 #include "args.h"
 
 #include "../runtime/log_capture.h"
+#include "../stream/streamer.h"
 
 #include <stdexcept>
 
@@ -40,6 +41,10 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     cp.n_threads       = p.threads;
     cp.n_threads_batch = p.threads;
     cp.no_perf         = true;
+    if (model->stream) {
+        cp.cb_eval           = streamer::eval_callback;
+        cp.cb_eval_user_data = model->stream.get();
+    }
     log_capture_reset();
     llama_context * ctx = llama_init_from_model(model->model, cp);
     if (!ctx) {
@@ -55,6 +60,7 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     self->gen->ctx     = ctx;
     self->gen->vocab   = llama_model_get_vocab(self->model->model);
     self->gen->n_batch = (int32_t) cp.n_batch;
+    self->gen->observer = self->model->stream.get();
     llama_set_abort_callback(ctx, [](void * data) { return static_cast<generator *>(data)->abort_flag.load(); }, self->gen.get());
     return obj;
 }
@@ -147,7 +153,10 @@ Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
     Ref(); // keep this object alive while the decode thread uses it
 
     generator * g = gen.get();
-    worker = std::thread([job, g]() {
+    model_state * ms = model.get();
+    worker = std::thread([job, g, ms]() {
+        std::unique_lock<std::mutex> decode_lock(ms->decode_mutex, std::defer_lock);
+        if (ms->stream) decode_lock.lock();
         try {
             job->result = g->run(job->req, [job](token_event && ev) {
                 auto * heap = new token_event(std::move(ev));

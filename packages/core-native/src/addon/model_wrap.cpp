@@ -4,6 +4,7 @@
 #include "context_wrap.h"
 
 #include "../runtime/chat_format.h"
+#include "../stream/streamer.h"
 
 #include <vector>
 
@@ -17,6 +18,7 @@ void model_wrap::init(Napi::Env env, Napi::Object exports) {
         InstanceMethod("applyChatTemplate", &model_wrap::apply_chat_template),
         InstanceMethod("createContext", &model_wrap::create_context),
         InstanceMethod("close", &model_wrap::close),
+        InstanceMethod("streamInfo", &model_wrap::stream_info),
     });
     constructor = new Napi::FunctionReference(Napi::Persistent(fn));
     exports.Set("Model", fn);
@@ -164,4 +166,24 @@ Napi::Value model_wrap::create_context(const Napi::CallbackInfo & info) {
 Napi::Value model_wrap::close(const Napi::CallbackInfo & info) {
     state.reset(); // contexts keep their own reference; the model is freed with the last one
     return info.Env().Undefined();
+}
+
+Napi::Value model_wrap::stream_info(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    model_state & st = live(env);
+    if (!st.stream) return env.Null();
+    const streamer & s = *st.stream;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("budgetBytes", (double) s.budget_bytes);
+    o.Set("configuredSlots", s.configured_slots);
+    o.Set("workingSetBytes", (double) s.working_set_bytes);
+    o.Set("expertBytes", (double) s.layout.expert_bytes);
+    o.Set("denseBytes", (double) s.layout.dense_bytes);
+    o.Set("topK", s.top_k);
+    o.Set("ioThreads", s.cfg.io_threads);
+    o.Set("overlap", s.cfg.overlap);
+    o.Set("warning", s.warning);
+    o.Set("totalHits", (double) s.total_hits);
+    o.Set("totalMisses", (double) s.total_misses);
+    return o;
 }

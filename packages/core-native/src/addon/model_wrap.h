@@ -21,6 +21,7 @@ struct model_wrap : public Napi::ObjectWrap<model_wrap> {
     Napi::Value apply_chat_template(const Napi::CallbackInfo & info);
     Napi::Value create_context(const Napi::CallbackInfo & info);
     Napi::Value close(const Napi::CallbackInfo & info);
+    Napi::Value stream_info(const Napi::CallbackInfo & info);
 
     // Throws a JS error when the model was closed.
     model_state & live(Napi::Env env);

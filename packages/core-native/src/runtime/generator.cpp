@@ -47,8 +47,8 @@ struct decode_timer {
     proc_stats        p0;
     double            t0;
 
-    explicit decode_timer(decode_observer * o) : obs(o), p0(proc_stats_now()), t0(now_ms()) {
-        if (obs) obs->begin_decode();
+    decode_timer(decode_observer * o, std::atomic<bool> * abort) : obs(o), p0(proc_stats_now()), t0(now_ms()) {
+        if (obs) obs->begin_decode(abort);
     }
 
     token_metrics finish() {
@@ -116,6 +116,10 @@ generate_result generator::run(const generate_request & req, const std::function
 
     auto decode = [&](llama_token * toks, int32_t n) -> bool {
         const int32_t rc = llama_decode(ctx, llama_batch_get_one(toks, n));
+        if (observer && !observer->error().empty()) {
+            llama_memory_seq_rm(llama_get_memory(ctx), 0, (llama_pos) cached.size(), -1);
+            throw std::runtime_error(observer->error());
+        }
         if (rc == 2 || (rc != 0 && abort_flag.load())) {
             return false; // aborted inside the graph
         }
@@ -130,7 +134,7 @@ generate_result generator::run(const generate_request & req, const std::function
     // Prompt, in n_batch chunks like llama-completion.
     const double  t_prompt = now_ms();
     std::vector<llama_token> pending(req.tokens.begin() + (long) n_keep, req.tokens.end());
-    decode_timer  first(observer);
+    decode_timer  first(observer, &abort_flag);
     for (size_t i = 0; i < pending.size(); i += (size_t) n_batch) {
         const int32_t n = (int32_t) std::min(pending.size() - i, (size_t) n_batch);
         if (abort_flag.load() || !decode(pending.data() + i, n)) {
@@ -173,7 +177,7 @@ generate_result generator::run(const generate_request & req, const std::function
             res.stop_reason = "context";
             return res;
         }
-        decode_timer t(observer);
+        decode_timer t(observer, &abort_flag);
         if (!decode(&tok, 1)) {
             res.stop_reason = "abort";
             llama_memory_seq_rm(mem, 0, (llama_pos) cached.size(), -1);

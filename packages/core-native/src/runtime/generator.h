@@ -46,8 +46,11 @@ struct generate_result {
 // fields; resident runs leave them zero).
 struct decode_observer {
     virtual ~decode_observer() = default;
-    virtual void begin_decode() = 0;
+    // `abort` is the generator's flag: the observer raises it to stop a decode it cannot finish.
+    virtual void begin_decode(std::atomic<bool> * abort) = 0;
     virtual void end_decode(token_metrics & m) = 0;
+    // Why the last decode was aborted by the observer ("" if it was not).
+    virtual std::string error() const = 0;
 };
 
 struct generator {

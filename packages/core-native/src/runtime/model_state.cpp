@@ -2,6 +2,10 @@
 
 #include "log_capture.h"
 
+#include "../stream/expert_layout.h"
+#include "../stream/streamer.h"
+#include "../vm/expert_memory.h"
+
 #include "chat.h"
 
 #include <sys/stat.h>
@@ -11,6 +15,7 @@
 #include <stdexcept>
 
 model_state::~model_state() {
+    stream.reset(); // before the model: its mapping holds the streamed expert memory
     if (chat_templates) common_chat_templates_free(chat_templates);
     if (chatml) common_chat_templates_free(chatml);
     if (model) llama_model_free(model);
@@ -25,10 +30,24 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
         throw std::runtime_error(p.path + ": not a regular file");
     }
 
+    // Streaming reads the expert tensors at their mapped addresses: it needs the file mapped and
+    // the experts in their file layout (repacking copies them out of the mapping).
+    expert_layout layout;
+    if (p.stream.enabled) {
+        const std::string bad = stream_config_validate(p.stream);
+        if (!bad.empty()) throw std::runtime_error(bad);
+        if (!p.use_mmap) throw std::runtime_error("--moe-stream needs the model mapped (useMmap)");
+        if (p.repack) throw std::runtime_error("--moe-stream cannot be combined with repacking: repacked experts leave the mapping");
+        layout = expert_layout_read(p.path);
+    }
+
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers    = 0;
     mp.load_mode       = p.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
     mp.use_extra_bufts = p.repack;
+#ifdef BMOE_HAVE_COLD_TENSORS
+    if (p.stream.enabled) mp.cold_tensors = EXPERT_TENSOR_REGEX; // loading must not read the experts
+#endif
     std::vector<llama_model_kv_override> kv = p.kv_overrides;
     if (!kv.empty()) {
         kv.emplace_back();
@@ -45,6 +64,16 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
     auto st_ptr = std::make_shared<model_state>();
     st_ptr->model = model;
     st_ptr->path  = p.path;
+    if (p.stream.enabled) {
+        int32_t top_k = layout.n_expert_used;
+        const std::string key = layout.arch + ".expert_used_count";
+        for (const auto & kv : p.kv_overrides) {
+            if (key == kv.key && kv.tag == LLAMA_KV_OVERRIDE_TYPE_INT) top_k = (int32_t) kv.val_i64;
+        }
+        uint8_t * base = find_mapping_base(p.path);
+        if (!base) throw std::runtime_error(p.path + ": the model file is not mapped in this process; cannot stream its experts");
+        st_ptr->stream = std::make_unique<streamer>(p.stream, layout, base, top_k);
+    }
     try {
         st_ptr->chat_templates = common_chat_templates_init(model, "").release();
         st_ptr->chatml         = common_chat_templates_init(model, "chatml").release();

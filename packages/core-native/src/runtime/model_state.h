@@ -1,9 +1,12 @@
 #pragma once
 // A loaded model shared by its JS wrapper and every context created from it: the last owner
 // frees it, so closing a model while a generation runs cannot pull weights out from under it.
+#include "../stream/stream_config.h"
+
 #include "llama.h"
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,13 +17,18 @@ struct model_load_params {
     bool        use_mmap = true;
     bool        repack   = false;   // llama.cpp's extra buffer types (CPU_REPACK)
     std::vector<llama_model_kv_override> kv_overrides; // terminated by an empty key when passed on
+    stream_config stream;
 };
+
+struct streamer;
 
 struct model_state {
     llama_model *          model = nullptr;
     common_chat_templates * chat_templates = nullptr;  // the GGUF's own template
     common_chat_templates * chatml         = nullptr;  // ChatML, for --chatml
     std::string            path;
+    std::unique_ptr<streamer> stream;  // set when the experts are streamed
+    std::mutex             decode_mutex; // contexts of one model decode one at a time when streamed
 
     ~model_state();
 };

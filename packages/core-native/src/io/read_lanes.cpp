@@ -1,0 +1,150 @@
+#include "read_lanes.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+read_lanes::read_lanes(const std::string & p, int32_t n_lanes, bool want_odirect) : path(p), odirect(want_odirect) {
+    struct stat st{};
+    if (stat(path.c_str(), &st) != 0) {
+        throw std::runtime_error(path + ": " + std::strerror(errno));
+    }
+    file_size = (uint64_t) st.st_size;
+    for (int32_t i = 0; i < n_lanes; i++) {
+        int fd = -1;
+#ifdef O_DIRECT
+        if (odirect) {
+            fd = open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+            if (fd < 0 && (errno == EINVAL || errno == EOPNOTSUPP)) {
+                odirect = false;
+                warning = path + ": O_DIRECT is not supported here (" + std::strerror(errno) + "); reading through the page cache";
+            }
+        }
+#else
+        odirect = false;
+#endif
+        if (fd < 0) {
+            fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        }
+        if (fd < 0) {
+            const std::string why = std::strerror(errno);
+            for (int f : fds) close(f);
+            throw std::runtime_error(path + ": " + why);
+        }
+        if (!odirect) {
+            posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+        }
+        fds.push_back(fd);
+    }
+    for (int32_t i = 0; i < n_lanes; i++) {
+        threads.emplace_back([this, i]() { lane_main(i); });
+    }
+}
+
+read_lanes::~read_lanes() {
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        stopping = true;
+    }
+    cv_work.notify_all();
+    for (auto & t : threads) t.join();
+    for (int fd : fds) close(fd);
+}
+
+void read_lanes::submit(const read_task & t) {
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        queue.push_back(t);
+    }
+    cv_work.notify_one();
+}
+
+void read_lanes::submit_all(const std::vector<read_task> & ts) {
+    if (ts.empty()) return;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        queue.insert(queue.end(), ts.begin(), ts.end());
+    }
+    cv_work.notify_all();
+}
+
+bool read_lanes::wait(const slice_state & s) {
+    uint8_t st = s.status.load(std::memory_order_acquire);
+    if (st == SLICE_READY) return true;
+    // Short spin: most waits end within a read's latency; then sleep on the condition.
+    for (int i = 0; i < 64 && st == SLICE_READING; i++) {
+        std::this_thread::yield();
+        st = s.status.load(std::memory_order_acquire);
+    }
+    if (st == SLICE_READING) {
+        std::unique_lock<std::mutex> lock(mu);
+        cv_done.wait(lock, [&]() { return s.status.load(std::memory_order_acquire) != SLICE_READING; });
+        st = s.status.load(std::memory_order_acquire);
+    }
+    return st == SLICE_READY;
+}
+
+std::string read_lanes::error() const {
+    std::lock_guard<std::mutex> lock(const_cast<std::mutex &>(mu));
+    return first_error;
+}
+
+bool read_lanes::read_range(int fd, uint8_t * dst, uint64_t off, uint64_t len, std::string & err) {
+    uint64_t done = 0;
+    while (done < len) {
+        const ssize_t n = pread(fd, dst + done, (size_t) (len - done), (off_t) (off + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            err = path + ": read of " + std::to_string(len) + " bytes at offset " + std::to_string(off) + " failed: " + std::strerror(errno);
+            return false;
+        }
+        if (n == 0) {
+            // End of file: the last page of the file is partial; anything short of it is truncation.
+            if (off + done >= file_size) break;
+            struct stat st{};
+            fstat(fd, &st);
+            err = path + ": the file ended at byte " + std::to_string(off + done) + " while reading an expert (it has " +
+                  std::to_string((uint64_t) st.st_size) + " bytes now, " + std::to_string(file_size) + " at load): truncated or replaced";
+            return false;
+        }
+        done += (uint64_t) n;
+    }
+    if (off + len > file_size && off + done < file_size) {
+        err = path + ": short read at offset " + std::to_string(off + done);
+        return false;
+    }
+    return true;
+}
+
+void read_lanes::lane_main(int idx) {
+    const int fd = fds[idx];
+    for (;;) {
+        read_task t;
+        {
+            std::unique_lock<std::mutex> lock(mu);
+            cv_work.wait(lock, [&]() { return stopping || !queue.empty(); });
+            if (stopping && queue.empty()) return;
+            t = queue.front();
+            queue.pop_front();
+        }
+        const auto t0 = std::chrono::steady_clock::now();
+        std::string err;
+        const bool ok = read_range(fd, t.dst, t.file_off, t.len, err);
+        busy_ns += (uint64_t) std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+        if (ok) {
+            bytes_read += t.len;
+            if (t.prefetch) prefetch_bytes += t.len;
+        }
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            if (!ok && first_error.empty()) first_error = err;
+            t.state->status.store(ok ? SLICE_READY : SLICE_FAILED, std::memory_order_release);
+        }
+        cv_done.notify_all();
+    }
+}

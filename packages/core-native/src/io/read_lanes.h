@@ -1,0 +1,62 @@
+#pragma once
+// Parallel read lanes: N threads, each with its own descriptor on the model file, reading
+// page-aligned ranges straight into place with O_DIRECT (buffered where O_DIRECT is refused).
+// A slice's completion is published through its `slice_state`; waiters block on a condition.
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+enum slice_status : uint8_t { SLICE_ABSENT = 0, SLICE_READING = 1, SLICE_READY = 2, SLICE_FAILED = 3 };
+
+struct slice_state {
+    std::atomic<uint8_t> status{ SLICE_ABSENT };
+};
+
+struct read_task {
+    slice_state * state   = nullptr;
+    uint8_t *     dst     = nullptr; // page-aligned
+    uint64_t      file_off = 0;      // page-aligned
+    uint64_t      len     = 0;       // page multiple
+    bool          prefetch = false;
+};
+
+struct read_lanes {
+    read_lanes(const std::string & path, int32_t n_lanes, bool odirect);
+    ~read_lanes();
+    read_lanes(const read_lanes &) = delete;
+    read_lanes & operator=(const read_lanes &) = delete;
+
+    void submit(const read_task & t);
+    void submit_all(const std::vector<read_task> & ts);
+    // Blocks until `s` is READY or FAILED; returns true when READY.
+    bool wait(const slice_state & s);
+
+    bool        odirect_active() const { return odirect; }
+    std::string warning;                      // set when O_DIRECT was refused
+    std::string error() const;                // first read error, "" if none
+
+    std::atomic<uint64_t> bytes_read{ 0 };
+    std::atomic<uint64_t> busy_ns{ 0 };       // summed over lanes
+    std::atomic<uint64_t> prefetch_bytes{ 0 };
+
+  private:
+    void lane_main(int idx);
+    bool read_range(int fd, uint8_t * dst, uint64_t off, uint64_t len, std::string & err);
+
+    std::string              path;
+    bool                     odirect = true;
+    std::vector<int>         fds;
+    std::vector<std::thread> threads;
+    std::mutex               mu;
+    std::condition_variable  cv_work;
+    std::condition_variable  cv_done;
+    std::deque<read_task>    queue;
+    bool                     stopping = false;
+    std::string              first_error;
+    uint64_t                 file_size = 0;
+};

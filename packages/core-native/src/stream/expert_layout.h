@@ -1,0 +1,48 @@
+#pragma once
+// Where a model's expert tensors live in its GGUF file: read from the header alone
+// (gguf_init_from_file with no_alloc), never from the tensor data.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+enum class expert_proj : int32_t { gate = 0, up = 1, down = 2, gate_up = 3 };
+
+const char * expert_proj_name(expert_proj p);
+
+struct expert_tensor {
+    std::string name;
+    int32_t     layer       = 0;
+    expert_proj proj        = expert_proj::gate;
+    uint64_t    file_offset = 0;  // absolute offset of the tensor data in the file
+    uint64_t    bytes       = 0;
+    uint64_t    slice_bytes = 0;  // one expert: bytes / n_expert (contiguous, nb[2])
+};
+
+struct expert_layout {
+    std::string                path;
+    std::string                arch;
+    int32_t                    n_layer       = 0;
+    int32_t                    n_expert      = 0;
+    int32_t                    n_expert_used = 0;
+    uint64_t                   file_size     = 0;
+    uint64_t                   data_offset   = 0; // start of the tensor data
+    uint64_t                   expert_bytes  = 0; // all expert tensors
+    uint64_t                   dense_bytes   = 0; // every other tensor
+    std::vector<expert_tensor> tensors;           // sorted by file offset
+
+    // Bytes of one expert of `layer`, all its projections (the unit the cache moves).
+    uint64_t unit_bytes(int32_t layer) const;
+    // Largest unit over the layers.
+    uint64_t max_unit_bytes() const;
+    // Layers that have expert tensors.
+    int32_t n_moe_layers() const;
+};
+
+// Is `name` one of the streamed tensors (blk.N.ffn_{gate,up,down,gate_up}_exps.weight)?
+bool expert_tensor_name(const std::string & name, int32_t * layer, expert_proj * proj);
+
+// The ECMAScript regex handed to llama.cpp's loader (llama_model_params::cold_tensors).
+extern const char * const EXPERT_TENSOR_REGEX;
+
+// Throws std::runtime_error naming the file on malformed input or a model without experts.
+expert_layout expert_layout_read(const std::string & path);

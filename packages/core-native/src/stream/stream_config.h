@@ -1,0 +1,24 @@
+#pragma once
+// Streaming options (one name per thing, as the CLI flags and the engine's StreamOptions) and
+// their validation. Pure: unit-tested without a model.
+#include <cstdint>
+#include <string>
+
+enum class dense_weights_mode { mmap, anon };
+
+struct stream_config {
+    bool               enabled        = false;  // --moe-stream
+    bool               cache_auto     = false;  // --cache-mb auto
+    uint64_t           cache_mb       = 0;      // --cache-mb N (0 = no cache)
+    uint64_t           cache_ceil_mb  = 0;      // --cache-ceil-mb (0 = no ceiling)
+    uint64_t           cache_floor_mb = 1024;   // MemAvailable left to the system by "auto"
+    int32_t            io_threads     = 4;      // --io-threads (read lanes)
+    bool               overlap        = false;  // --overlap
+    int32_t            prefetch       = 0;      // --prefetch N (0 = off)
+    bool               odirect        = true;   // --no-odirect turns it off
+    dense_weights_mode dense_weights  = dense_weights_mode::mmap;
+    bool               force_cache    = false;  // --force-cache
+};
+
+// "" when valid, else a one-line message naming the option.
+std::string stream_config_validate(const stream_config & c);

@@ -1,0 +1,99 @@
+#pragma once
+// The expert streamer: owns the expert memory, the read lanes and the cache for one loaded model,
+// observes routing through llama.cpp's eval callback, and makes each routed expert resident before
+// the layer's expert matmuls read it. Serial mode waits at the routing node; overlap mode returns
+// at once and waits per expert inside ggml-cpu's mul_mat_id (our patch 0002).
+#include "../cache/cache_policy.h"
+#include "../io/read_lanes.h"
+#include "../runtime/generator.h"
+#include "../vm/expert_memory.h"
+#include "expert_layout.h"
+#include "stream_config.h"
+
+#include "ggml.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct streamer : decode_observer {
+    // Opens lanes, rebinds the expert tensors of `mapping_base` onto engine memory and sizes the
+    // cache. `n_expert_used` is the top-k in force (after any override). Throws std::runtime_error.
+    streamer(const stream_config & cfg, const expert_layout & layout, uint8_t * mapping_base, int32_t n_expert_used);
+    ~streamer() override;
+
+    // llama.cpp cb_eval (one per context; the engine owns it).
+    static bool eval_callback(ggml_tensor * t, bool ask, void * user_data);
+
+    void        begin_decode(std::atomic<bool> * abort) override;
+    void        end_decode(token_metrics & m) override;
+    std::string error() const override;
+
+    // A decode holds this: contexts sharing one streamed model decode one at a time.
+    std::mutex decode_mutex;
+
+    // Called from the mul_mat_id hook (any compute thread).
+    void on_expert(const ggml_tensor * weights, int32_t expert, int ith);
+    bool owns(const void * data) const { return (const uint8_t *) data >= region_lo && (const uint8_t *) data < region_hi; }
+
+    stream_config   cfg;
+    expert_layout   layout;
+    int32_t         top_k            = 0;
+    uint64_t        budget_bytes     = 0;   // resolved --cache-mb (auto applied)
+    int32_t         configured_slots = 0;   // units the budget buys
+    uint64_t        working_set_bytes = 0;  // one token's routed experts
+    std::string     warning;                // e.g. O_DIRECT refused
+    uint64_t        dense_anon_bytes = 0;   // --dense-weights anon: bytes copied out of the mapping
+
+    // Cumulative counters for the end-of-run summary.
+    uint64_t total_hits = 0, total_misses = 0;
+    uint64_t total_prefetch_issued = 0, total_prefetch_useful = 0;
+
+  private:
+    bool on_eval(ggml_tensor * t, bool ask);
+    void route_layer(int32_t layer, const ggml_tensor * ids);
+    // Makes `key` resident in a slot (evicting as the policy says) and appends its reads.
+    bool load_unit(const expert_key & key, std::vector<std::vector<read_task>> & by_proj, bool prefetch);
+    void evict_unit(const expert_key & v);
+    void prefetch_after(int32_t layer);
+    void fail(const std::string & msg);
+    void set_pool_slots(int32_t n);
+    int32_t take_slot();
+    uint64_t resident_bytes() const;
+
+    expert_memory                                   mem;
+    std::unique_ptr<read_lanes>                     lanes;
+    cache_policy                                    policy{ 0 };
+    std::vector<std::vector<const expert_tensor *>> layer_tensors;   // per layer, in projection order
+    std::vector<int32_t>                            unit_slot;       // [layer * n_expert + e] → slot or -1
+    std::vector<slice_state>                        slices;          // [(layer * n_expert + e) * n_proj + j]
+    std::vector<expert_key>                         slot_owner;      // slot → unit
+    std::vector<int32_t>                            free_slots;
+    int32_t                                         n_proj = 0;
+    int32_t                                         current_layer = -1;
+    uint8_t *                                       region_lo = nullptr;
+    uint8_t *                                       region_hi = nullptr;
+    std::vector<std::pair<const void *, std::pair<int32_t, int32_t>>> tensor_index; // data → (layer, j), sorted
+    int                                             model_fd = -1;
+    int64_t                                         model_mtime_ns = 0;
+
+    mutable std::mutex  err_mu;
+    std::string         err;
+    std::atomic<bool> * abort_flag = nullptr;
+
+    std::vector<uint32_t>                           popularity;      // [layer * n_expert + e] → times routed
+    std::vector<uint8_t>                            prefetched;      // [layer * n_expert + e] → read ahead, not used yet
+
+    // Per-decode counters.
+    uint64_t hits = 0, misses = 0, pf_issued = 0, pf_useful = 0;
+    double   io_wait_ms = 0, stall_ms = 0, mgmt_ms = 0;
+    uint64_t bytes0 = 0, busy0 = 0;
+};
+
+// Registers/unregisters a streamer for the process-wide mul_mat_id hook.
+void streamer_register(streamer * s);
+void streamer_unregister(streamer * s);
+// True when this build carries patch 0002 (per-expert wait point): --overlap needs it.
+bool streamer_overlap_supported();
