@@ -167,6 +167,19 @@ export interface NativeModel {
 export interface NativeBinding {
   /** Loads on a worker thread; rejects with a one-line message naming the file and the problem. */
   loadModel(params: NativeModelParams): Promise<NativeModel>;
+  /**
+   * The device's read ceiling as the streamer reads: random page-aligned blocks of `path` in
+   * [rangeStart, rangeEnd) with O_DIRECT, `lanes` threads. Synchronous (bench use).
+   */
+  readCeiling(params: {
+    path: string;
+    lanes?: number;
+    blockBytes?: number;
+    totalBytes?: number;
+    rangeStart?: number;
+    rangeEnd?: number;
+    odirect?: boolean;
+  }): { bytes: number; seconds: number; odirect: boolean };
   /** Pinned llama.cpp commit and build flags of this binary. */
   buildInfo(): { llamaCommit: string; system: string; variant: string; overlapSupported: boolean };
 }

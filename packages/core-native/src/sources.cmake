@@ -37,6 +37,7 @@ add_library(bmoe_runtime STATIC
     src/stream/streamer.cpp
     src/vm/expert_memory.cpp
     src/io/read_lanes.cpp
+    src/io/read_ceiling.cpp
     src/sys/proc_stats.cpp)
 target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy)
 target_compile_definitions(bmoe_runtime PUBLIC ${BMOE_FEATURE_DEFS})

@@ -3,6 +3,7 @@
 #include "context_wrap.h"
 #include "model_wrap.h"
 
+#include "../io/read_ceiling.h"
 #include "../runtime/log_capture.h"
 #include "../stream/streamer.h"
 
@@ -120,6 +121,27 @@ Napi::Value build_info(const Napi::CallbackInfo & info) {
     return o;
 }
 
+// Synchronous on purpose: the bench calls it between runs, with nothing else to do meanwhile.
+Napi::Value read_ceiling(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = arg_object(info, 0, "readCeiling(params)");
+    const std::string path = opt_string(o, "path", "");
+    if (path.empty()) throw Napi::TypeError::New(env, "path must be a non-empty string");
+    try {
+        const read_ceiling_result r = measure_read_ceiling(
+            path, (int32_t) opt_int(o, "lanes", 4, 1, 64), (uint64_t) opt_int(o, "blockBytes", 2 << 20, 4096, 1ll << 30),
+            (uint64_t) opt_int(o, "totalBytes", 1ll << 30, 4096, 1ll << 40), (uint64_t) opt_int(o, "rangeStart", 0, 0, 1ll << 50),
+            (uint64_t) opt_int(o, "rangeEnd", 0, 0, 1ll << 50), opt_bool(o, "odirect", true));
+        Napi::Object out = Napi::Object::New(env);
+        out.Set("bytes", (double) r.bytes);
+        out.Set("seconds", r.seconds);
+        out.Set("odirect", r.odirect);
+        return out;
+    } catch (const std::exception & e) {
+        throw Napi::Error::New(env, e.what());
+    }
+}
+
 Napi::Object init(Napi::Env env, Napi::Object exports) {
     log_capture_install();
     llama_backend_init();
@@ -127,6 +149,7 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
     context_wrap::init(env, exports);
     exports.Set("loadModel", Napi::Function::New(env, load_model));
     exports.Set("buildInfo", Napi::Function::New(env, build_info));
+    exports.Set("readCeiling", Napi::Function::New(env, read_ceiling));
     return exports;
 }
 

@@ -114,12 +114,17 @@ generate_result generator::run(const generate_request & req, const std::function
 
     sampler_ptr smpl = make_sampler(req.sampling);
 
-    auto decode = [&](llama_token * toks, int32_t n) -> bool {
-        const int32_t rc = llama_decode(ctx, llama_batch_get_one(toks, n));
+    // An observer that stopped a decode (a failed read, a changed file) is an error, not an abort.
+    auto throw_observer_error = [&]() {
         if (observer && !observer->error().empty()) {
             llama_memory_seq_rm(llama_get_memory(ctx), 0, (llama_pos) cached.size(), -1);
             throw std::runtime_error(observer->error());
         }
+    };
+
+    auto decode = [&](llama_token * toks, int32_t n) -> bool {
+        const int32_t rc = llama_decode(ctx, llama_batch_get_one(toks, n));
+        throw_observer_error();
         if (rc == 2 || (rc != 0 && abort_flag.load())) {
             return false; // aborted inside the graph
         }
@@ -138,6 +143,7 @@ generate_result generator::run(const generate_request & req, const std::function
     for (size_t i = 0; i < pending.size(); i += (size_t) n_batch) {
         const int32_t n = (int32_t) std::min(pending.size() - i, (size_t) n_batch);
         if (abort_flag.load() || !decode(pending.data() + i, n)) {
+            throw_observer_error();
             res.stop_reason = "abort";
             res.prompt_ms   = now_ms() - t_prompt;
             llama_memory_seq_rm(mem, 0, (llama_pos) cached.size(), -1);
@@ -179,6 +185,7 @@ generate_result generator::run(const generate_request & req, const std::function
         }
         decode_timer t(observer, &abort_flag);
         if (!decode(&tok, 1)) {
+            throw_observer_error();
             res.stop_reason = "abort";
             llama_memory_seq_rm(mem, 0, (llama_pos) cached.size(), -1);
             return res;

@@ -1,0 +1,184 @@
+// `bmoe-bench targets`: the expert-streaming targets measured side by side in one run. Each row is
+// its own `bmoe run --json` process (inside a memory cgroup when the row is limited), with the page
+// cache dropped before it; the disk's O_DIRECT ceiling is measured in the same run. Prints a
+// markdown table and each target as a ratio with pass/miss.
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { loadBinding, llamaToolPath } from '@bmoe/core-native';
+import { inspectModel, type RunSummary } from '@bmoe/engine';
+import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type MemoryCgroup } from './cgroup.js';
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+export interface TargetsOptions {
+  model: string;
+  /** Memory limit for the limited rows, GiB. Default 2. */
+  memLimitGiB: number;
+  /** Tokens per row. Default 64. */
+  n: number;
+  threads: number;
+  /** Cache for the cached rows, MiB. Default 1000. */
+  cacheMb: number;
+  lanes: number;
+  dropCaches: boolean;
+  prompt: string;
+  log: (line: string) => void;
+}
+
+interface Row {
+  name: string;
+  limited: boolean;
+  args: string[];
+  /** llama.cpp's own tool instead of bmoe. */
+  peer?: boolean;
+}
+
+export interface RowResult {
+  name: string;
+  limited: boolean;
+  ok: boolean;
+  error?: string;
+  summary?: RunSummary;
+  loadReadBytes?: number | null;
+  cgroupPeakBytes?: number | null;
+  /** llama-completion's eval rate (peer row). */
+  peerTokensPerSecond?: number;
+}
+
+const cliBin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'cli', 'dist', 'bin.js');
+
+export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number): Row[] {
+  const s = ['--moe-stream', '--io-threads', String(lanes)];
+  return [
+    { name: 'resident (repack off, no limit)', limited: false, args: [] },
+    { name: 'resident (llama.cpp default: repack on, no limit)', limited: false, args: ['--repack'] },
+    { name: 'mmap baseline (repack off, limited)', limited: true, args: [] },
+    { name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true },
+    { name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0'] },
+    { name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
+    { name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap'] },
+    { name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4'] },
+    { name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb)] },
+  ];
+}
+
+function parseDone(stdout: string): { summary: RunSummary; load: { readBytes: number | null } } | null {
+  const lines = stdout.trim().split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i];
+    if (!line?.startsWith('{')) continue;
+    const ev = JSON.parse(line) as { type?: string; summary?: RunSummary; load?: { readBytes: number | null } };
+    if (ev.type === 'done' && ev.summary && ev.load) return { summary: ev.summary, load: ev.load };
+  }
+  return null;
+}
+
+export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]; ceilingMiBps: number; header: Awaited<ReturnType<typeof inspectModel>> }> {
+  const header = await inspectModel(o.model);
+  const cacheAllMb = Math.ceil((header.expertBytes * 1.1) / MiB);
+  let cg: MemoryCgroup | null = null;
+  const results: RowResult[] = [];
+  try {
+    cg = createMemoryCgroup(o.memLimitGiB * GiB);
+    // The disk's own ceiling, as the streamer reads (random expert-sized O_DIRECT blocks, same lanes).
+    if (o.dropCaches) dropCaches();
+    const slice = header.expertSliceBytes.gate ?? header.expertSliceBytes.gate_up ?? 1 << 20;
+    const ceil = loadBinding().readCeiling({ path: o.model, lanes: o.lanes, blockBytes: slice, totalBytes: 2 * GiB, rangeStart: header.denseBytes });
+    const ceilingMiBps = ceil.bytes / MiB / ceil.seconds;
+    o.log(`read ceiling: ${ceilingMiBps.toFixed(0)} MiB/s with ${o.lanes} lanes (O_DIRECT ${ceil.odirect ? 'on' : 'refused'}, ${(slice / 1024).toFixed(0)} KiB blocks)`);
+
+    for (const row of targetRows(o.cacheMb, cacheAllMb, o.lanes)) {
+      if (o.dropCaches) dropCaches();
+      o.log(`row: ${row.name}`);
+      const argv = row.peer
+        ? [llamaToolPath('llama-completion') ?? 'llama-completion', '-m', o.model, '-p', o.prompt, '-n', String(o.n), '-no-cnv', '--temp', '0', '-t', String(o.threads), '-nr', '--no-warmup']
+        : [process.execPath, cliBin, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...row.args];
+      const r = await runInCgroup(argv, row.limited ? cg : null, 30 * 60_000);
+      const res: RowResult = { name: row.name, limited: row.limited, ok: false, cgroupPeakBytes: row.limited ? r.peakBytes : null };
+      if (r.oomKilled || r.code !== 0) {
+        res.error = r.oomKilled ? 'killed by the OOM killer' : `exit ${r.code ?? r.signal}: ${r.stderr.trim().split('\n').pop() ?? ''}`;
+      } else if (row.peer) {
+        const m = /eval time =\s+([\d.]+) ms \/\s+(\d+) runs/.exec(r.stderr);
+        if (m) {
+          res.ok = true;
+          res.peerTokensPerSecond = (Number(m[2]) * 1000) / Number(m[1]);
+        } else res.error = 'no eval time in llama-completion output';
+      } else {
+        const done = parseDone(r.stdout);
+        if (done) {
+          res.ok = true;
+          res.summary = done.summary;
+          res.loadReadBytes = done.load.readBytes;
+        } else res.error = 'no done event';
+      }
+      o.log(`  ${res.ok ? (res.summary ? `${res.summary.tokensPerSecond.toFixed(2)} tok/s` : `${res.peerTokensPerSecond?.toFixed(2)} tok/s`) : res.error}`);
+      results.push(res);
+    }
+    return { rows: results, ceilingMiBps, header };
+  } finally {
+    if (cg) removeCgroup(cg);
+  }
+}
+
+const f = (x: number | undefined | null, d = 2): string => (x === undefined || x === null || !Number.isFinite(x) ? '—' : x.toFixed(d));
+
+export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: TargetsOptions): string {
+  const { rows, ceilingMiBps, header } = r;
+  const out: string[] = [];
+  out.push(`| row | tok/s | s/token | compute s | I/O s | stall s | mgmt s | MiB/token | hit % | read MiB/s | peak RSS MiB | load read MiB |`);
+  out.push(`|---|---|---|---|---|---|---|---|---|---|---|---|`);
+  for (const row of rows) {
+    const s = row.summary;
+    if (!row.ok) {
+      out.push(`| ${row.name} | ${row.error} | | | | | | | | | | |`);
+      continue;
+    }
+    if (!s) {
+      out.push(`| ${row.name} | ${f(row.peerTokensPerSecond)} | ${f(1 / (row.peerTokensPerSecond ?? NaN), 4)} | | | | | | | | | |`);
+      continue;
+    }
+    out.push(
+      `| ${row.name} | ${f(s.tokensPerSecond)} | ${f(s.secondsPerToken, 4)} | ${f(s.computeSecondsPerToken, 4)} | ${f(s.ioSecondsPerToken, 4)} | ` +
+        `${f(s.stallSecondsPerToken, 4)} | ${f(s.mgmtSecondsPerToken, 4)} | ${f(s.mibPerToken, 1)} | ${s.hitPercent === null ? '—' : f(s.hitPercent, 1)} | ` +
+        `${f(s.readMiBPerSecond, 0)} | ${f(s.peakRssBytes / MiB, 0)} | ${row.loadReadBytes == null ? '—' : f(row.loadReadBytes / MiB, 0)} |`,
+    );
+  }
+  const by = (prefix: string): RunSummary | undefined => rows.find((x) => x.name.startsWith(prefix))?.summary;
+  const resident = by('resident (repack off');
+  const repack = by('resident (llama.cpp default');
+  const mmap = by('mmap baseline');
+  const c0 = by('stream cache 0');
+  const cached = rows.find((x) => /^stream cache \d+ MiB \(limited\)/.test(x.name))?.summary;
+  const overlap = rows.find((x) => x.name.includes('+ overlap'))?.summary;
+  const all = rows.find((x) => x.name.includes('= all experts'))?.summary;
+  const ratio = (a?: number, b?: number): number | undefined => (a !== undefined && b !== undefined && b > 0 ? a / b : undefined);
+  const t: Array<[string, number | undefined, string, boolean | undefined]> = [];
+  const r1 = ratio(c0?.tokensPerSecond, mmap?.tokensPerSecond);
+  t.push(['stream cache 0 vs mmap baseline (same limit)', r1, '≥ 11×', r1 === undefined ? undefined : r1 >= 11]);
+  const r2 = ratio(c0?.readMiBPerSecond, ceilingMiBps);
+  t.push(['stream cache 0 read rate vs O_DIRECT ceiling', r2, '≥ 0.85', r2 === undefined ? undefined : r2 >= 0.85]);
+  const r3 = ratio(cached?.tokensPerSecond, c0?.tokensPerSecond);
+  t.push([`stream cache ${o.cacheMb} MiB vs cache 0`, r3, '≥ 1.0', r3 === undefined ? undefined : r3 >= 1]);
+  const r4 = ratio(cached?.mgmtSecondsPerToken, cached?.ioSecondsPerToken);
+  t.push([`cache management / flash I/O (cache ${o.cacheMb} MiB)`, r4, '≤ 0.15', r4 === undefined ? undefined : r4 <= 0.15]);
+  const bound = cached ? Math.max(cached.computeSecondsPerToken, cached.ioSecondsPerToken) : undefined;
+  const r5 = ratio(overlap?.secondsPerToken, bound);
+  t.push(['overlap s/token vs max(compute, I/O) of the serial run', r5, '≤ 1.15', r5 === undefined ? undefined : r5 <= 1.15]);
+  const r6 = ratio(all?.tokensPerSecond, resident?.tokensPerSecond);
+  t.push(['100 % hit vs resident (repack off both)', r6, '≥ 0.97', r6 === undefined ? undefined : r6 >= 0.97]);
+  const r7 = ratio(all?.tokensPerSecond, repack?.tokensPerSecond);
+  t.push(['100 % hit vs llama.cpp default resident (repack on)', r7, 'reported', undefined]);
+  for (const row of rows.filter((x) => x.name.startsWith('stream') && x.limited && x.summary)) {
+    const budget = Number(/cache (\d+)/.exec(row.name)?.[1] ?? 0) * MiB;
+    const rr = ratio(row.summary?.peakRssBytes, header.denseBytes + budget + 300 * MiB);
+    t.push([`peak RSS / (dense + budget + 300 MiB): ${row.name}`, rr, '≤ 1.0', rr === undefined ? undefined : rr <= 1]);
+  }
+  const lr = rows.find((x) => x.name.startsWith('stream cache 0'))?.loadReadBytes;
+  const r8 = lr == null ? undefined : lr / header.denseBytes;
+  t.push(['load-phase disk reads / dense bytes (stream cache 0)', r8, '≤ 1.05', r8 === undefined ? undefined : r8 <= 1.05]);
+  out.push('', '| target | measured | goal | |', '|---|---|---|---|');
+  for (const [name, v, goal, pass] of t) out.push(`| ${name} | ${f(v, 3)} | ${goal} | ${pass === undefined ? '' : pass ? 'met' : 'missed'} |`);
+  out.push('', `O_DIRECT ceiling: ${ceilingMiBps.toFixed(0)} MiB/s (${o.lanes} lanes). Model: ${header.path}, dense ${f(header.denseBytes / MiB, 0)} MiB, experts ${f(header.expertBytes / MiB, 0)} MiB, working set ${f(header.workingSetBytes / MiB, 0)} MiB/token.`);
+  return out.join('\n');
+}

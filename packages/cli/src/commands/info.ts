@@ -1,0 +1,46 @@
+// `bmoe info MODEL`: the GGUF header only (no native addon): shape, quant types, the dense/expert
+// split, one expert's slice per projection, and one token's routed working set.
+import type { Command } from 'commander';
+import type { ModelHeaderInfo } from '@bmoe/engine';
+import type { CliContext } from '../context.js';
+import { formatBytes, formatMiB, percent, table } from '../format.js';
+import { positiveInt } from '../parse.js';
+
+export function registerInfo(program: Command, ctx: CliContext): void {
+  program
+    .command('info')
+    .description('describe a GGUF model from its header: experts, quant types, dense vs expert bytes, working set')
+    .argument('<model>', 'GGUF model file')
+    .option('--json', 'print the same data as JSON')
+    .option('--n-expert-used <K>', 'also give the working set at this top-k', positiveInt)
+    .action(async (model: string, flags: { json?: boolean; nExpertUsed?: number }) => {
+      const { inspectModel } = await import('@bmoe/engine');
+      const info = await inspectModel(model, { nExpertUsed: flags.nExpertUsed });
+      process.stdout.write(flags.json ? `${JSON.stringify(info, null, 2)}\n` : formatInfo(info));
+      ctx.exitCode = 0;
+    });
+}
+
+/** The human table. Exported for tests (and for planned models that were never written). */
+export function formatInfo(info: ModelHeaderInfo): string {
+  const slices = Object.entries(info.expertSliceBytes)
+    .map(([proj, bytes]) => `${proj} ${formatBytes(bytes ?? 0)}`)
+    .join(', ');
+  const rows: Array<[string, string]> = [
+    ['file', `${info.path} (${formatBytes(info.fileBytes)})`],
+    ['architecture', info.architecture],
+    ['name', info.name ?? '-'],
+    ['layers', String(info.layers)],
+    ['experts', String(info.experts)],
+    ['experts used', `${info.expertsUsedDefault} (top-k)`],
+    ['quant types', info.quantTypes.map((q) => `${q.type} ${formatBytes(q.bytes)}`).join(', ')],
+    ['dense weights', `${formatBytes(info.denseBytes)} (${percent(info.denseBytes, info.totalBytes)})`],
+    ['expert weights', `${formatBytes(info.expertBytes)} (${percent(info.expertBytes, info.totalBytes)})`],
+    ['expert slice', slices ? `${slices} (one expert, one layer)` : '-'],
+    ['working set', `${formatMiB(info.workingSetBytesDefault)} per token at top-${info.expertsUsedDefault}`],
+  ];
+  if (info.expertsUsed !== info.expertsUsedDefault) {
+    rows.push(['', `${formatMiB(info.workingSetBytes)} per token at top-${info.expertsUsed} (--n-expert-used)`]);
+  }
+  return table(rows);
+}

@@ -1,0 +1,75 @@
+// `bmoe make-model --preset NAME --out FILE`: a synthetic GGUF that llama.cpp loads and runs,
+// written streaming (files larger than RAM are fine), deterministic for the same arguments.
+import type { Command } from 'commander';
+import { EXIT_INTERRUPTED, type CliContext } from '../context.js';
+import { formatBytes, table } from '../format.js';
+import { nonNegativeNumber, positiveInt, uint32 } from '../parse.js';
+
+interface MakeFlags {
+  preset?: string;
+  out?: string;
+  layers?: number;
+  quant?: string;
+  seed?: number;
+  routerSkew?: number;
+  list?: boolean;
+}
+
+export function registerMakeModel(program: Command, ctx: CliContext): void {
+  program
+    .command('make-model')
+    .description('write a synthetic MoE GGUF (real shapes, quantization, tokenizer and chat template; random weights)')
+    .option('--preset <name>', 'model preset (see --list)')
+    .option('--out <file>', 'output GGUF path')
+    .option('--layers <N>', "number of layers (every other dimension keeps the preset's)", positiveInt)
+    .option('--quant <type>', "quantization mix (default: the preset's)")
+    .option('--seed <S>', "weight seed (default: the generator's, 1)", uint32)
+    .option('--router-skew <X>', 'plant an expert popularity skew in the routers; 0 = uniform', nonNegativeNumber)
+    .option('--list', 'list the presets with their source and size')
+    .action(async function (this: Command, flags: MakeFlags) {
+      if (flags.list) {
+        process.stdout.write(await formatPresets());
+        ctx.exitCode = 0;
+        return;
+      }
+      if (!flags.preset || !flags.out) {
+        this.error(`error: make-model needs --preset and --out (or --list)`, { exitCode: 2, code: 'bmoe.usage' });
+      }
+      const { makeWithProgress } = await import('../make.js');
+      const ac = new AbortController();
+      const onSigint = (): void => ac.abort();
+      process.once('SIGINT', onSigint);
+      try {
+        const made = await makeWithProgress(
+          { preset: flags.preset, out: flags.out, layers: flags.layers, quant: flags.quant, seed: flags.seed, routerSkew: flags.routerSkew, signal: ac.signal },
+          `writing ${flags.out}`,
+        );
+        process.stdout.write(table([
+          ['path', made.path],
+          ['size', `${formatBytes(made.bytes)} (${made.bytes} bytes)`],
+          ['sha256', made.sha256],
+        ]));
+        ctx.exitCode = 0;
+      } catch (err) {
+        if (ac.signal.aborted) {
+          process.stderr.write('bmoe: interrupted, no file written\n');
+          ctx.exitCode = EXIT_INTERRUPTED;
+          return;
+        }
+        throw err;
+      } finally {
+        process.off('SIGINT', onSigint);
+      }
+    });
+}
+
+/** One line per preset: name, architecture, file size at its own layer count, where the shape came from. */
+async function formatPresets(): Promise<string> {
+  const { listPresets, planModel } = await import('@bmoe/gguf');
+  return table(
+    listPresets().map((p): [string, string] => {
+      const bytes = planModel({ preset: p.name }).layout.fileSize;
+      return [p.name, `${p.shape.arch}, ${p.shape.nLayer} layers, ${formatBytes(bytes)}; ${p.source}`];
+    }),
+  );
+}

@@ -1,0 +1,101 @@
+// The generation loop shared by `bmoe run` and `bmoe demo`: load, stream text (or JSON events)
+// to stdout, optional per-token CSV, end-of-run lines on stderr, Ctrl-C as a clean abort.
+import { loadModel, type GenerateOptions, type LoadOptions, type Model, type TokenEvent } from '@bmoe/engine';
+import { formatEndOfRunLines, type RunSummary } from '@bmoe/engine/metrics';
+import { EXIT_INTERRUPTED } from './context.js';
+import { CsvFile } from './csv-file.js';
+
+export interface GenerationSpec {
+  model: string;
+  prompt: string;
+  /** Send the prompt as one user message through the chat template. */
+  chat: boolean;
+  load: LoadOptions;
+  generate: Omit<GenerateOptions, 'signal'>;
+  /** Per-token CSV path. */
+  csv?: string;
+  /** One JSON event per line on stdout instead of plain text. */
+  json: boolean;
+  /** A line printed on stderr once the model is loaded (the demo's intro). */
+  intro?: string;
+  /** A closing sentence on stderr after the end-of-run lines (the demo's explanation). */
+  outro?: (summary: RunSummary) => string;
+}
+
+/** Runs one generation; resolves to the exit code (0, or 130 after Ctrl-C). Throws on failure. */
+export async function runGeneration(spec: GenerationSpec): Promise<number> {
+  const model = await loadModel(spec.model, spec.load);
+  let csv: CsvFile | null = null;
+  const ac = new AbortController();
+  let interrupted = false;
+  const onSigint = (): void => {
+    // A second Ctrl-C means "now": do not wait for the native side to wind down.
+    if (interrupted) process.exit(EXIT_INTERRUPTED);
+    interrupted = true;
+    ac.abort();
+  };
+  process.on('SIGINT', onSigint);
+  try {
+    csv = spec.csv ? await CsvFile.create(spec.csv) : null;
+    if (spec.intro) process.stderr.write(`${spec.intro}\n`);
+    const session = model.createSession();
+    const input = spec.chat ? [{ role: 'user', content: spec.prompt }] : spec.prompt;
+    const gen = session.generate(input, { ...spec.generate, signal: ac.signal });
+    let lastText = '';
+    for await (const ev of gen) {
+      if (spec.json) writeLine(tokenEvent(ev));
+      else if (ev.text) {
+        process.stdout.write(ev.text);
+        lastText = ev.text;
+      }
+      await csv?.write(ev.metrics);
+    }
+    const res = await gen.result;
+    if (!spec.json && lastText && !lastText.endsWith('\n')) process.stdout.write('\n');
+
+    if (csv) {
+      // An interrupted run leaves no CSV: a partial one would pass for a complete measurement.
+      await (interrupted ? csv.discard() : csv.commit());
+      csv = null;
+    }
+    const stream = model.info.options.stream;
+    for (const line of formatEndOfRunLines(res.summary, { stream: stream !== null, prefetch: (stream?.prefetch ?? 0) > 0 })) {
+      process.stderr.write(`${line}\n`);
+    }
+    if (spec.outro) process.stderr.write(`${spec.outro(res.summary)}\n`);
+    if (spec.json) {
+      writeLine({
+        type: 'done',
+        stopReason: res.stopReason,
+        promptTokens: res.promptTokens,
+        promptTokensReused: res.promptTokensReused,
+        generatedTokens: res.generatedTokens,
+        text: res.text,
+        summary: res.summary,
+        load: model.info.load,
+        stream: model.info.stream,
+      });
+    }
+    return interrupted ? EXIT_INTERRUPTED : 0;
+  } finally {
+    process.off('SIGINT', onSigint);
+    await csv?.discard();
+    await closeQuietly(model);
+  }
+}
+
+function tokenEvent(ev: TokenEvent): Record<string, unknown> {
+  return { type: 'token', index: ev.index, token: ev.token, text: ev.text, eog: ev.eog, metrics: ev.metrics };
+}
+
+function writeLine(obj: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify(obj)}\n`);
+}
+
+async function closeQuietly(model: Model): Promise<void> {
+  try {
+    await model.close();
+  } catch {
+    // Closing is best effort on the way out; the run's own outcome is what gets reported.
+  }
+}

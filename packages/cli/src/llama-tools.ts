@@ -1,0 +1,76 @@
+// llama.cpp's own tools, built by @bmoe/core-native from the same pinned source: the reference
+// that bmoe's greedy output must equal. Exported so other packages' tests can reuse them.
+import { execFile } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Path of a llama.cpp tool (e.g. 'llama-completion'), or null when it is not built.
+ * Looks in $BMOE_LLAMA_BIN_DIR, then in packages/core-native/build/bin of the enclosing checkout.
+ */
+export function findLlamaTool(name: string, from: string = dirname(fileURLToPath(import.meta.url))): string | null {
+  const candidates: string[] = [];
+  if (process.env.BMOE_LLAMA_BIN_DIR) candidates.push(join(process.env.BMOE_LLAMA_BIN_DIR, name));
+  for (let dir = resolve(from); ; dir = dirname(dir)) {
+    candidates.push(join(dir, 'packages', 'core-native', 'build', 'bin', name));
+    if (dirname(dir) === dir) break;
+  }
+  for (const c of candidates) {
+    try {
+      accessSync(c, constants.X_OK);
+      return c;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+export interface LlamaCompletionOptions {
+  model: string;
+  prompt: string;
+  /** Tokens to generate. Default 32. */
+  nPredict?: number;
+  /** Default 2. */
+  threads?: number;
+  /** Appended to the defaults (e.g. ['--override-kv', 'qwen3moe.expert_used_count=int:6']). */
+  extraArgs?: readonly string[];
+  /** Default: findLlamaTool('llama-completion'). */
+  binary?: string;
+}
+
+/**
+ * Greedy text from `llama-completion -no-cnv --temp 0 -nr --no-warmup` (repacking off, as bmoe's
+ * default), without the prompt echo (--no-display-prompt) and without the tool's trailing
+ * " [end of text]" marker and blank lines.
+ */
+export async function runLlamaCompletion(opts: LlamaCompletionOptions): Promise<string> {
+  const bin = opts.binary ?? findLlamaTool('llama-completion');
+  if (!bin) throw new Error('llama-completion is not built (packages/core-native/build/bin)');
+  const args = [
+    '-m', opts.model,
+    '-p', opts.prompt,
+    '-n', String(opts.nPredict ?? 32),
+    '-no-cnv', '--temp', '0',
+    '-t', String(opts.threads ?? 2),
+    '-nr', '--no-warmup', '--no-display-prompt', '--simple-io',
+    ...(opts.extraArgs ?? []),
+  ];
+  const stdout = await new Promise<string>((ok, fail) => {
+    const child = execFile(bin, args, { maxBuffer: 64 << 20, encoding: 'utf8', timeout: 300_000 }, (err, out, errText) => {
+      if (err) fail(new Error(`llama-completion failed: ${err.message.split('\n')[0]} ${String(errText).split('\n').slice(-3).join(' ')}`));
+      else ok(out);
+    });
+    child.stdin?.end();
+  });
+  return stripCompletionOutput(stdout);
+}
+
+/** Removes what llama-completion adds around the generated text on stdout. */
+export function stripCompletionOutput(stdout: string): string {
+  let s = stdout;
+  if (s.endsWith('\n\n')) s = s.slice(0, -2);
+  if (s.endsWith(' [end of text]\n')) s = s.slice(0, -' [end of text]\n'.length);
+  return s;
+}

@@ -1,0 +1,24 @@
+// The command tree. Subcommands are created with program.command() so they inherit
+// exitOverride and the output settings: main() decides exit codes, nothing calls process.exit.
+import { createRequire } from 'node:module';
+import { Command } from 'commander';
+import type { CliContext } from './context.js';
+import { registerDemo } from './commands/demo.js';
+import { registerInfo } from './commands/info.js';
+import { registerMakeModel } from './commands/make-model.js';
+import { registerRun } from './commands/run.js';
+
+const pkg = createRequire(import.meta.url)('../package.json') as { version: string };
+
+export function buildProgram(ctx: CliContext): Command {
+  const program = new Command('bmoe')
+    .description('expert-streaming inference for Mixture-of-Experts GGUF models larger than RAM')
+    .version(pkg.version, '-V, --version')
+    .exitOverride()
+    .showSuggestionAfterError(true);
+  registerRun(program, ctx);
+  registerInfo(program, ctx);
+  registerMakeModel(program, ctx);
+  registerDemo(program, ctx);
+  return program;
+}

@@ -1,0 +1,49 @@
+// Spawns the built CLI and collects its output, with a hard timeout so a hang fails the test.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+export interface RunCliOptions {
+  /** Kill (SIGKILL) after this long. Default 30 s. */
+  timeoutMs?: number;
+  env?: NodeJS.ProcessEnv;
+  /** Called on every stdout chunk, with the child (e.g. to send it SIGINT). */
+  onStdout?: (chunk: string, child: ChildProcess) => void;
+}
+
+export function runCli(args: readonly string[], opts: RunCliOptions = {}): Promise<CliResult> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, BMOE_DEBUG: '', ...opts.env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+      opts.onStdout?.(d, child);
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, ms: performance.now() - started });
+    });
+  });
+}
+
+/** The non-empty lines of a text. */
+export function lines(text: string): string[] {
+  return text.split('\n').filter((l) => l.trim() !== '');
+}

@@ -1,0 +1,125 @@
+// `bmoe run` end to end on the tiny-qwen3moe fixture, and greedy identity with llama.cpp's own
+// llama-completion built from the same source. Skipped while the native addon is not built.
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CSV_COLUMNS, parseGenerationLine, parseMetricsCsv } from '@bmoe/engine/metrics';
+import { isNativeAvailable } from '@bmoe/engine';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findLlamaTool, runLlamaCompletion } from '../src/llama-tools.js';
+import { lines, runCli } from './helpers.js';
+
+const nativeAvailable = await isNativeAvailable();
+const llamaCompletion = findLlamaTool('llama-completion');
+const PROMPT = 'The quick brown fox';
+
+describe.skipIf(!nativeAvailable)('bmoe run (native)', () => {
+  let dir: string;
+  let model: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'bmoe-cli-run-'));
+    model = join(dir, 'tiny-qwen3moe.gguf');
+    const r = await runCli(['make-model', '--preset', 'tiny-qwen3moe', '--out', model], { timeoutMs: 300_000 });
+    if (r.code !== 0) throw new Error(`make-model failed: ${r.stderr}`);
+  });
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('prints the generated text and a parseable generation: line', async () => {
+    const r = await runCli(['run', model, '-p', PROMPT, '-n', '16', '-t', '2']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().length).toBeGreaterThan(0);
+    const gen = lines(r.stderr).map(parseGenerationLine).find((g) => g !== null);
+    expect(gen).toBeDefined();
+    expect(gen!.tokens).toBeGreaterThan(0);
+    expect(gen!.tokens).toBeLessThanOrEqual(16);
+    expect(gen!.tokensPerSecond).toBeGreaterThan(0);
+    expect(r.stderr).not.toMatch(/^moe-stream:/m);
+  });
+
+  it('--csv writes the schema header and one row per token, and no partial file', async () => {
+    const csv = join(dir, 'run.csv');
+    const r = await runCli(['run', model, '-p', PROMPT, '-n', '12', '-t', '2', '--csv', csv]);
+    expect(r.code).toBe(0);
+    const text = await readFile(csv, 'utf8');
+    expect(text.split('\n')[0]).toBe(CSV_COLUMNS.join(','));
+    const rows = parseMetricsCsv(text, csv);
+    const gen = lines(r.stderr).map(parseGenerationLine).find((g) => g !== null);
+    expect(rows).toHaveLength(gen!.tokens);
+    expect(rows.map((x) => x.tokenIndex)).toEqual(rows.map((_, i) => i));
+    expect((await readdir(dir)).filter((f) => f.endsWith('.partial'))).toEqual([]);
+  });
+
+  it('--json emits one parseable event per line, tokens then done', async () => {
+    const r = await runCli(['run', model, '-p', PROMPT, '-n', '8', '-t', '2', '--json']);
+    expect(r.code).toBe(0);
+    const events = lines(r.stdout).map((l) => JSON.parse(l) as { type: string; index?: number; summary?: { tokens: number } });
+    const tokens = events.filter((e) => e.type === 'token');
+    expect(events.at(-1)?.type).toBe('done');
+    expect(events.filter((e) => e.type === 'done')).toHaveLength(1);
+    expect(tokens.length).toBe(events.at(-1)!.summary!.tokens);
+    expect(tokens.map((e) => e.index)).toEqual(tokens.map((_, i) => i));
+  });
+
+  it('--chat and --no-think format the prompt with the template and still generate', async () => {
+    const r = await runCli(['run', model, '-p', 'Hi', '-n', '4', '-t', '2', '--no-think']);
+    expect(r.code).toBe(0);
+    expect(lines(r.stderr).some((l) => parseGenerationLine(l) !== null)).toBe(true);
+  });
+
+  it('Ctrl-C aborts cleanly: summary for what was generated, exit 130, no CSV left', async () => {
+    const csv = join(dir, 'interrupted.csv');
+    let sent = false;
+    const r = await runCli(['run', model, '-p', PROMPT, '-n', '4000', '-c', '4096', '-t', '2', '--csv', csv], {
+      onStdout: (_chunk, child) => {
+        if (!sent) {
+          sent = true;
+          child.kill('SIGINT');
+        }
+      },
+    });
+    expect(r.code).toBe(130);
+    const gen = lines(r.stderr).map(parseGenerationLine).find((g) => g !== null);
+    expect(gen).toBeDefined();
+    expect(gen!.tokens).toBeLessThan(4000);
+    expect(r.stderr).not.toMatch(/error/);
+    expect((await readdir(dir)).filter((f) => f.startsWith('interrupted.csv'))).toEqual([]);
+  });
+
+  it('a missing model is one error line naming it', async () => {
+    const path = join(dir, 'nope.gguf');
+    const r = await runCli(['run', path, '-p', PROMPT]);
+    expect(r.code).toBe(1);
+    expect(lines(r.stderr)).toEqual([`bmoe: error: ${path}: no such file`]);
+  });
+
+  it.skipIf(!llamaCompletion)('greedy text equals llama.cpp llama-completion -nr on the same file and prompt', async () => {
+    const expected = await runLlamaCompletion({ model, prompt: PROMPT, nPredict: 32, threads: 2 });
+    const r = await runCli(['run', model, '-p', PROMPT, '-n', '32', '-t', '2', '--json']);
+    expect(r.code).toBe(0);
+    const done = lines(r.stdout).map((l) => JSON.parse(l) as { type: string; text?: string }).find((e) => e.type === 'done');
+    expect(expected.length).toBeGreaterThan(0);
+    expect(done?.text).toBe(expected);
+  });
+
+  it.skipIf(!llamaCompletion)('--n-expert-used 2 equals llama-completion with the same kv override (and changes the text)', async () => {
+    const textOf = async (extra: string[]): Promise<string | undefined> => {
+      const r = await runCli(['run', model, '-p', PROMPT, '-n', '32', '-t', '2', '--json', ...extra]);
+      expect(r.code).toBe(0);
+      return lines(r.stdout).map((l) => JSON.parse(l) as { type: string; text?: string }).find((e) => e.type === 'done')?.text;
+    };
+    const expected = await runLlamaCompletion({
+      model,
+      prompt: PROMPT,
+      nPredict: 32,
+      threads: 2,
+      extraArgs: ['--override-kv', 'qwen3moe.expert_used_count=int:2'],
+    });
+    const k2 = await textOf(['--n-expert-used', '2']);
+    expect(k2).toBe(expected);
+    expect(k2).not.toBe(await textOf([]));
+  });
+});

@@ -1,0 +1,67 @@
+// Pure pieces of the CLI, tested in-process.
+import { describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from 'commander';
+import { demoModelPath } from '../src/commands/demo.js';
+import { formatBytes, table } from '../src/format.js';
+import { findLlamaTool, stripCompletionOutput } from '../src/llama-tools.js';
+import { cacheMb, nonNegativeNumber, positiveInt, probability, uint32 } from '../src/parse.js';
+
+describe('flag parsers', () => {
+  it('accept good values and reject bad ones with commander errors', () => {
+    expect(positiveInt('12')).toBe(12);
+    for (const bad of ['0', '-5', 'abc', '1.5', '', '1e3']) expect(() => positiveInt(bad)).toThrow(InvalidArgumentError);
+    expect(uint32('4294967295')).toBe(4294967295);
+    expect(() => uint32('4294967296')).toThrow(InvalidArgumentError);
+    expect(nonNegativeNumber('0.7')).toBe(0.7);
+    expect(() => nonNegativeNumber('-1')).toThrow(InvalidArgumentError);
+    expect(probability('1')).toBe(1);
+    expect(() => probability('0')).toThrow(InvalidArgumentError);
+    expect(cacheMb('auto')).toBe('auto');
+    expect(cacheMb('2000')).toBe(2000);
+    expect(() => cacheMb('-1')).toThrow("must be a non-negative integer (MiB) or 'auto'");
+  });
+});
+
+describe('formatting', () => {
+  it('aligns a two-column table', () => {
+    expect(table([['a', '1'], ['longer', '2']])).toBe('a       1\nlonger  2\n');
+  });
+
+  it('prints bytes in binary units', () => {
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatBytes(1536)).toBe('1.50 KiB');
+    expect(formatBytes(3 * 1024 ** 3)).toBe('3.00 GiB');
+  });
+});
+
+describe('demo model path', () => {
+  it('follows XDG_CACHE_HOME, else ~/.cache', () => {
+    expect(demoModelPath({ XDG_CACHE_HOME: '/x/cache' })).toBe('/x/cache/bmoe/models/demo-qwen3moe.gguf');
+    expect(demoModelPath({})).toMatch(/\/\.cache\/bmoe\/models\/demo-qwen3moe\.gguf$/);
+  });
+});
+
+describe('llama.cpp tools', () => {
+  it("strips llama-completion's end marker and trailing blank lines", () => {
+    expect(stripCompletionOutput(' jumps over\n\n')).toBe(' jumps over');
+    expect(stripCompletionOutput(' jumps. [end of text]\n\n\n')).toBe(' jumps.');
+  });
+
+  it('locates a built tool or says it is not there', () => {
+    expect(findLlamaTool('no-such-tool')).toBeNull();
+    const found = findLlamaTool('llama-completion');
+    if (found) expect(found).toMatch(/packages\/core-native\/build\/bin\/llama-completion$/);
+  });
+});
+
+describe('engine option errors in CLI terms', () => {
+  it('names flags instead of engine options', async () => {
+    const { withFlagNames } = await import('../src/option-names.js');
+    expect(withFlagNames("nExpertUsed must be an integer from 1 to the model's expert count (16), got 99")).toBe(
+      "--n-expert-used must be an integer from 1 to the model's expert count (16), got 99",
+    );
+    expect(withFlagNames('ubatchSize must be at most batchSize (64), got 128')).toBe('--ubatch-size must be at most --batch-size (64), got 128');
+    expect(withFlagNames('stream.ioThreads must be an integer from 1 to 64, got 65')).toBe('--io-threads must be an integer from 1 to 64, got 65');
+    expect(withFlagNames('the prompt is 14 tokens but the context holds 8 (contextSize)')).toBe('the prompt is 14 tokens but the context holds 8 (--ctx-size)');
+  });
+});

@@ -1,0 +1,42 @@
+// One error type for everything the engine rejects, so callers (the CLI, the server) can print a
+// single readable line and map `code` to an exit status or an HTTP status without parsing text.
+
+/** What went wrong, coarsely. Stable strings: callers switch on them. */
+export type BmoeErrorCode =
+  /** An option failed validation (value, range or combination). */
+  | 'E_OPTION'
+  /** The model file is missing, unreadable, not GGUF, truncated, or llama.cpp refused it. */
+  | 'E_MODEL'
+  /** The native addon could not be loaded on this machine. */
+  | 'E_NATIVE'
+  /** Generation failed inside llama.cpp. */
+  | 'E_GENERATE'
+  /** The operation was aborted (AbortSignal). */
+  | 'E_ABORT'
+  /** A session already has a generation running. */
+  | 'E_BUSY'
+  /** The model or session was closed. */
+  | 'E_CLOSED'
+  /** A metrics CSV or end-of-run log did not match the schema. */
+  | 'E_FORMAT';
+
+export class BmoeError extends Error {
+  override readonly name = 'BmoeError';
+  readonly code: BmoeErrorCode;
+
+  constructor(code: BmoeErrorCode, message: string, options?: { cause?: unknown }) {
+    // Messages are shown to users as one line: fold any newline a lower layer let through.
+    super(oneLine(message), options);
+    this.code = code;
+  }
+}
+
+/** Collapses whitespace runs (newlines included) so a message always prints as one line. */
+export function oneLine(message: string): string {
+  return message.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+/** The message of anything thrown, as one line. */
+export function messageOf(err: unknown): string {
+  return oneLine(err instanceof Error ? err.message : String(err));
+}

@@ -1,0 +1,12 @@
+// @bmoe/engine: load a GGUF MoE model, open sessions, stream tokens with per-token metrics.
+// The metrics schema is re-exported here and also available alone as `@bmoe/engine/metrics`.
+export { loadModel, type Model, type ModelInfo } from './model.js';
+export type { ChatMessage, Session } from './session.js';
+export type { Generation, GenerationResult, StopReason, TokenEvent } from './generation.js';
+export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions } from './options.js';
+export { defaultThreads } from './options.js';
+export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo } from './inspect.js';
+export { isNativeAvailable } from './native.js';
+export { readMemAvailableBytes } from './system.js';
+export { BmoeError, type BmoeErrorCode } from './errors.js';
+export * from './metrics.js';

@@ -1,0 +1,35 @@
+// `@bmoe/engine/metrics`: the one metrics schema. Imports nothing native, so the bench and the
+// server can read and write metrics without loading the C++ addon.
+export {
+  COLUMNS,
+  CSV_COLUMNS,
+  camelCase,
+  emptyTokenMetrics,
+  tokenMetricsSchema,
+  type ColumnDef,
+  type FieldKind,
+  type TokenMetrics,
+} from './metrics/fields.js';
+export { csvHeader, csvRow, parseMetricsCsv, toCsv } from './metrics/csv.js';
+export { MiB, percentile, runSummarySchema, summarize, type RunSummary, type SummaryExtra } from './metrics/summary.js';
+export {
+  formatEndOfRunLines,
+  formatGenerationLine,
+  formatMoeCacheLine,
+  formatMoePrefetchLine,
+  formatMoeStreamLine,
+  formatNumber,
+  parseEndOfRunLines,
+  parseGenerationLine,
+  parseMoeCacheLine,
+  parseMoePrefetchLine,
+  parseMoeStreamLine,
+  type EndOfRunLineOptions,
+  type EndOfRunLines,
+  type GenerationLine,
+  type MoeCacheLine,
+  type MoePrefetchLine,
+  type MoeStreamLine,
+} from './metrics/lines.js';
+export { PROMETHEUS_METRICS, prometheusUpdates, type PrometheusMetric } from './metrics/prometheus.js';
+export { BmoeError } from './errors.js';

@@ -1,0 +1,188 @@
+// The end-of-run lines on stderr, in the spec's form, and their parsers: the bench reads them
+// back from logs, so each formatter has a parser and the pair is round-trip tested.
+//
+//   generation: N tokens, X s/token, Y tok/s (prompt P tokens in Z s)
+//   moe-stream: read M MiB, R MiB/token, decode D s/token = compute C + flash I/O I (stall S), B MiB/s
+//   moe-cache: hit H % (h hits, m misses), resident X MiB of Y MiB budget
+//   moe-prefetch: issued N, useful U (P %)
+//
+// Unknown values (a hit rate with nothing routed, a budget not reported) print as `n/a`.
+import type { RunSummary } from './summary.js';
+
+/**
+ * At least `minDecimals` decimals and at least 3 significant digits (so a tiny model's
+ * 0.00123 s/token does not print as 0.001), at most 6 decimals.
+ */
+export function formatNumber(x: number | null, minDecimals: number): string {
+  if (x === null || !Number.isFinite(x)) return 'n/a';
+  if (x === 0) return x.toFixed(minDecimals);
+  const decimals = Math.min(6, Math.max(minDecimals, 2 - Math.floor(Math.log10(Math.abs(x)))));
+  return x.toFixed(decimals);
+}
+
+const sec = (x: number): string => formatNumber(x, 3);
+const rate = (x: number): string => formatNumber(x, 2);
+const mib = (x: number | null): string => formatNumber(x, 2);
+const pct = (x: number | null): string => formatNumber(x, 1);
+
+export function formatGenerationLine(
+  s: Pick<RunSummary, 'tokens' | 'secondsPerToken' | 'tokensPerSecond' | 'promptTokens' | 'promptMs'>,
+): string {
+  return (
+    `generation: ${s.tokens} tokens, ${sec(s.secondsPerToken)} s/token, ${rate(s.tokensPerSecond)} tok/s ` +
+    `(prompt ${s.promptTokens} tokens in ${sec(s.promptMs / 1000)} s)`
+  );
+}
+
+export function formatMoeStreamLine(
+  s: Pick<
+    RunSummary,
+    'readMiB' | 'mibPerToken' | 'secondsPerToken' | 'computeSecondsPerToken' | 'ioSecondsPerToken' | 'stallSecondsPerToken' | 'readMiBPerSecond'
+  >,
+): string {
+  return (
+    `moe-stream: read ${mib(s.readMiB)} MiB, ${mib(s.mibPerToken)} MiB/token, ` +
+    `decode ${sec(s.secondsPerToken)} s/token = compute ${sec(s.computeSecondsPerToken)} + flash I/O ${sec(s.ioSecondsPerToken)} ` +
+    `(stall ${sec(s.stallSecondsPerToken)}), ${mib(s.readMiBPerSecond)} MiB/s`
+  );
+}
+
+export function formatMoeCacheLine(
+  s: Pick<RunSummary, 'hitPercent' | 'expertHits' | 'expertMisses' | 'residentMiB' | 'cacheBudgetMiB'>,
+): string {
+  return (
+    `moe-cache: hit ${pct(s.hitPercent)} % (${s.expertHits} hits, ${s.expertMisses} misses), ` +
+    `resident ${mib(s.residentMiB)} MiB of ${mib(s.cacheBudgetMiB)} MiB budget`
+  );
+}
+
+export function formatMoePrefetchLine(s: Pick<RunSummary, 'prefetchIssued' | 'prefetchUseful' | 'prefetchUsefulPercent'>): string {
+  return `moe-prefetch: issued ${s.prefetchIssued}, useful ${s.prefetchUseful} (${pct(s.prefetchUsefulPercent)} %)`;
+}
+
+/** Which lines a run prints: `generation:` always, the others when the feature was on. */
+export interface EndOfRunLineOptions {
+  /** Print `moe-stream:` and `moe-cache:`. Default false. */
+  stream?: boolean;
+  /** Print `moe-prefetch:`. Default false. */
+  prefetch?: boolean;
+}
+
+export function formatEndOfRunLines(s: RunSummary, opts: EndOfRunLineOptions = {}): string[] {
+  const lines = [formatGenerationLine(s)];
+  if (opts.stream) lines.push(formatMoeStreamLine(s), formatMoeCacheLine(s));
+  if (opts.prefetch) lines.push(formatMoePrefetchLine(s));
+  return lines;
+}
+
+// ---- parsers -------------------------------------------------------------------------------
+
+const NUM = String.raw`(n/a|[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)`;
+const INT = String.raw`(\d+)`;
+
+const GENERATION_RE = new RegExp(
+  String.raw`generation: ${INT} tokens, ${NUM} s/token, ${NUM} tok/s \(prompt ${INT} tokens in ${NUM} s\)`,
+);
+const STREAM_RE = new RegExp(
+  String.raw`moe-stream: read ${NUM} MiB, ${NUM} MiB/token, decode ${NUM} s/token = compute ${NUM} \+ flash I/O ${NUM} \(stall ${NUM}\), ${NUM} MiB/s`,
+);
+const CACHE_RE = new RegExp(
+  String.raw`moe-cache: hit ${NUM} % \(${INT} hits, ${INT} misses\), resident ${NUM} MiB of ${NUM} MiB budget`,
+);
+const PREFETCH_RE = new RegExp(String.raw`moe-prefetch: issued ${INT}, useful ${INT} \(${NUM} %\)`);
+
+export interface GenerationLine {
+  tokens: number;
+  secondsPerToken: number;
+  tokensPerSecond: number;
+  promptTokens: number;
+  promptSeconds: number;
+}
+
+export interface MoeStreamLine {
+  readMiB: number;
+  mibPerToken: number;
+  secondsPerToken: number;
+  computeSecondsPerToken: number;
+  ioSecondsPerToken: number;
+  stallSecondsPerToken: number;
+  readMiBPerSecond: number;
+}
+
+export interface MoeCacheLine {
+  hitPercent: number | null;
+  expertHits: number;
+  expertMisses: number;
+  residentMiB: number;
+  cacheBudgetMiB: number | null;
+}
+
+export interface MoePrefetchLine {
+  prefetchIssued: number;
+  prefetchUseful: number;
+  prefetchUsefulPercent: number | null;
+}
+
+/** `n/a` → null. */
+function val(s: string | undefined): number | null {
+  return s === undefined || s === 'n/a' ? null : Number(s);
+}
+/** A field that is never `n/a` in a line we wrote; NaN flags a hand-edited log. */
+function req(s: string | undefined): number {
+  return val(s) ?? Number.NaN;
+}
+
+export function parseGenerationLine(line: string): GenerationLine | null {
+  const m = GENERATION_RE.exec(line);
+  if (!m) return null;
+  return { tokens: req(m[1]), secondsPerToken: req(m[2]), tokensPerSecond: req(m[3]), promptTokens: req(m[4]), promptSeconds: req(m[5]) };
+}
+
+export function parseMoeStreamLine(line: string): MoeStreamLine | null {
+  const m = STREAM_RE.exec(line);
+  if (!m) return null;
+  return {
+    readMiB: req(m[1]),
+    mibPerToken: req(m[2]),
+    secondsPerToken: req(m[3]),
+    computeSecondsPerToken: req(m[4]),
+    ioSecondsPerToken: req(m[5]),
+    stallSecondsPerToken: req(m[6]),
+    readMiBPerSecond: req(m[7]),
+  };
+}
+
+export function parseMoeCacheLine(line: string): MoeCacheLine | null {
+  const m = CACHE_RE.exec(line);
+  if (!m) return null;
+  return { hitPercent: val(m[1]), expertHits: req(m[2]), expertMisses: req(m[3]), residentMiB: req(m[4]), cacheBudgetMiB: val(m[5]) };
+}
+
+export function parseMoePrefetchLine(line: string): MoePrefetchLine | null {
+  const m = PREFETCH_RE.exec(line);
+  if (!m) return null;
+  return { prefetchIssued: req(m[1]), prefetchUseful: req(m[2]), prefetchUsefulPercent: val(m[3]) };
+}
+
+export interface EndOfRunLines {
+  generation?: GenerationLine;
+  moeStream?: MoeStreamLine;
+  moeCache?: MoeCacheLine;
+  moePrefetch?: MoePrefetchLine;
+}
+
+/** Scans a whole log (stderr of one run); the last occurrence of each line wins. */
+export function parseEndOfRunLines(log: string): EndOfRunLines {
+  const out: EndOfRunLines = {};
+  for (const line of log.split(/\r?\n/)) {
+    const generation = parseGenerationLine(line);
+    if (generation) out.generation = generation;
+    const moeStream = parseMoeStreamLine(line);
+    if (moeStream) out.moeStream = moeStream;
+    const moeCache = parseMoeCacheLine(line);
+    if (moeCache) out.moeCache = moeCache;
+    const moePrefetch = parseMoePrefetchLine(line);
+    if (moePrefetch) out.moePrefetch = moePrefetch;
+  }
+  return out;
+}

@@ -1,0 +1,142 @@
+// The run summary: what the end-of-run lines, the bench tables and the server's timings report.
+// Definitions follow the spec: mean tok/s = tokens / Σ decode seconds (the rate a user sees);
+// min/max = 1000 / max|min(wall_ms); median/p5/p95 over the per-token rates (1000 / wall_ms).
+// The first token comes out of the prompt evaluation, so its record carries the prompt's
+// counters: decode statistics use records 1…N−1, as llama.cpp's own eval timings do.
+import { z } from 'zod';
+import type { TokenMetrics } from './fields.js';
+
+export const MiB = 1024 * 1024;
+
+const num = z.number().finite();
+const nullableNum = num.nullable();
+
+/** Runtime validation of a run summary (e.g. the `done` event of `bmoe run --json`). */
+export const runSummarySchema = z.strictObject({
+  /** Generated tokens with a metrics record. */
+  tokens: z.number().int().nonnegative(),
+  /** Single-token decodes the decode statistics cover: tokens − 1 (the first token came from the prompt). */
+  decodes: z.number().int().nonnegative(),
+  promptTokens: z.number().int().nonnegative(),
+  /** Prompt tokens evaluated (not reused from the KV cache) took this long. */
+  promptMs: num,
+  /** Σ wall_ms / 1000. */
+  decodeSeconds: num,
+  /** Mean: decodeSeconds / tokens (0 for an empty run). */
+  secondsPerToken: num,
+  /** Mean: tokens / decodeSeconds (0 for an empty run). */
+  tokensPerSecond: num,
+  medianTokensPerSecond: num,
+  p5TokensPerSecond: num,
+  p95TokensPerSecond: num,
+  /** Slowest single token: 1000 / max(wall_ms). */
+  minTokensPerSecond: num,
+  /** Fastest single token: 1000 / min(wall_ms). */
+  maxTokensPerSecond: num,
+  readMiB: num,
+  mibPerToken: num,
+  computeSecondsPerToken: num,
+  ioSecondsPerToken: num,
+  stallSecondsPerToken: num,
+  mgmtSecondsPerToken: num,
+  cpuSecondsPerToken: num,
+  /** Flash bandwidth while reading: readMiB / Σ io seconds (0 when nothing was read). */
+  readMiBPerSecond: num,
+  /** hits / (hits + misses) × 100; null when no expert was routed through the cache. */
+  hitPercent: nullableNum,
+  expertHits: z.number().int().nonnegative(),
+  expertMisses: z.number().int().nonnegative(),
+  /** Expert cache resident at the end of the run. */
+  residentMiB: num,
+  /** The cache budget in force; null when unknown (no streaming, or not reported). */
+  cacheBudgetMiB: nullableNum,
+  prefetchIssued: z.number().int().nonnegative(),
+  prefetchUseful: z.number().int().nonnegative(),
+  /** useful / issued × 100; null when nothing was issued. */
+  prefetchUsefulPercent: nullableNum,
+  peakRssBytes: z.number().int().nonnegative(),
+  /** Lowest MemAvailable seen; null when it was never readable. */
+  memAvailableFloorBytes: z.number().int().nonnegative().nullable(),
+  majorFaults: z.number().int().nonnegative(),
+  minorFaults: z.number().int().nonnegative(),
+});
+
+export type RunSummary = z.infer<typeof runSummarySchema>;
+
+/** What the per-token records cannot tell: the prompt phase and the configured budget. */
+export interface SummaryExtra {
+  /** Default 0. */
+  promptTokens?: number;
+  /** Default 0. */
+  promptMs?: number;
+  /** Default null (unknown). */
+  cacheBudgetMiB?: number | null;
+}
+
+/** Aggregates per-token records into the run summary. Pure; an empty run gives zeros. */
+export function summarize(all: readonly TokenMetrics[], extra: SummaryExtra = {}): RunSummary {
+  const records = all.slice(1);
+  const n = records.length;
+  const sum = (pick: (r: TokenMetrics) => number): number => records.reduce((acc, r) => acc + pick(r), 0);
+  const perToken = (total: number): number => (n > 0 ? total / n : 0);
+
+  const decodeSeconds = sum((r) => r.wallMs) / 1000;
+  const readBytes = sum((r) => r.readBytes);
+  const ioSeconds = sum((r) => r.ioMs) / 1000;
+  const hits = sum((r) => r.expertHits);
+  const misses = sum((r) => r.expertMisses);
+  const issued = sum((r) => r.prefetchIssued);
+  const useful = sum((r) => r.prefetchUseful);
+  const rates = records.filter((r) => r.wallMs > 0).map((r) => 1000 / r.wallMs).sort((a, b) => a - b);
+  const memAvail = all.map((r) => r.memAvailableBytes).filter((v): v is number => v !== null);
+  const last = all[all.length - 1];
+
+  return {
+    tokens: all.length,
+    decodes: n,
+    promptTokens: extra.promptTokens ?? 0,
+    promptMs: extra.promptMs ?? 0,
+    decodeSeconds,
+    secondsPerToken: perToken(decodeSeconds),
+    tokensPerSecond: decodeSeconds > 0 ? n / decodeSeconds : 0,
+    medianTokensPerSecond: percentile(rates, 50),
+    p5TokensPerSecond: percentile(rates, 5),
+    p95TokensPerSecond: percentile(rates, 95),
+    minTokensPerSecond: rates[0] ?? 0,
+    maxTokensPerSecond: rates[rates.length - 1] ?? 0,
+    readMiB: readBytes / MiB,
+    mibPerToken: perToken(readBytes / MiB),
+    computeSecondsPerToken: perToken(sum((r) => r.computeMs) / 1000),
+    ioSecondsPerToken: perToken(ioSeconds),
+    stallSecondsPerToken: perToken(sum((r) => r.stallMs) / 1000),
+    mgmtSecondsPerToken: perToken(sum((r) => r.mgmtMs) / 1000),
+    cpuSecondsPerToken: perToken(sum((r) => r.cpuMs) / 1000),
+    readMiBPerSecond: ioSeconds > 0 ? readBytes / MiB / ioSeconds : 0,
+    hitPercent: hits + misses > 0 ? (100 * hits) / (hits + misses) : null,
+    expertHits: hits,
+    expertMisses: misses,
+    residentMiB: last ? last.cacheResidentBytes / MiB : 0,
+    cacheBudgetMiB: extra.cacheBudgetMiB ?? null,
+    prefetchIssued: issued,
+    prefetchUseful: useful,
+    prefetchUsefulPercent: issued > 0 ? (100 * useful) / issued : null,
+    peakRssBytes: all.reduce((m, r) => Math.max(m, r.rssBytes), 0),
+    memAvailableFloorBytes: memAvail.length > 0 ? Math.min(...memAvail) : null,
+    majorFaults: sum((r) => r.majorFaults),
+    minorFaults: sum((r) => r.minorFaults),
+  };
+}
+
+/**
+ * Percentile of an ascending array with linear interpolation between closest ranks (numpy's
+ * default), so the numbers match an analyzer written with numpy. 0 for an empty array.
+ */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = (p / 100) * (sorted.length - 1);
+  const lo = Math.floor(rank);
+  const hi = Math.ceil(rank);
+  const a = sorted[lo] ?? 0;
+  const b = sorted[hi] ?? a;
+  return a + (b - a) * (rank - lo);
+}

@@ -1,0 +1,134 @@
+// loadModel: validate options, validate the file in JS (bad files never reach C++), then load it
+// natively. A Model hands out Sessions and closes them with itself.
+import type { NativeKvOverride, NativeModel, NativeModelInfo, NativeModelParams, NativeStreamInfo, NativeStreamParams } from '@bmoe/core-native';
+import { readProcessReadBytes } from './system.js';
+import { BmoeError, messageOf } from './errors.js';
+import { headerInfo, readModelFile, type ModelHeaderInfo } from './inspect.js';
+import { nativeBinding } from './native.js';
+import {
+  resolveLoadOptions,
+  resolveSessionOptions,
+  type LoadOptions,
+  type ResolvedLoadOptions,
+  type SessionOptions,
+} from './options.js';
+import { SessionImpl, type Session } from './session.js';
+
+/** Header facts plus what the loaded model reports. */
+export interface ModelInfo extends ModelHeaderInfo {
+  parameters: number;
+  /** The GGUF's chat template (null when it has none; ChatML is then used for messages). */
+  chatTemplate: string | null;
+  /** The options the model was loaded with, defaults filled in. */
+  options: ResolvedLoadOptions;
+  /** How long the native load took, and what it read from storage (null where unmeasurable). */
+  load: { ms: number; readBytes: number | null };
+  /** What the streamer resolved (budget after 'auto', working set); null when resident. */
+  stream: NativeStreamInfo | null;
+}
+
+export interface Model {
+  readonly info: ModelInfo;
+  /** A new conversation with its own KV cache. Context options default to the load options. */
+  createSession(options?: SessionOptions): Session;
+  /** Closes every session (aborting running generations) and frees the model. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Loads a GGUF model. Defaults: threads min(4, cores), contextSize 4096, batchSize 512,
+ * ubatchSize 512, repack false, useMmap true, the model's own top-k, resident (no streaming).
+ * Rejects with BmoeError: 'E_OPTION' (bad options), 'E_MODEL' (bad file, one line naming it),
+ * 'E_NATIVE' (addon missing).
+ */
+export async function loadModel(path: string, options?: LoadOptions): Promise<Model> {
+  if (typeof path !== 'string' || path.length === 0) throw new BmoeError('E_OPTION', 'path must be a non-empty string');
+  const opts = resolveLoadOptions(options);
+  const header = headerInfo(await readModelFile(path), opts.nExpertUsed);
+  const kvOverrides: NativeKvOverride[] =
+    opts.nExpertUsed === null ? [] : [{ key: `${header.architecture}.expert_used_count`, type: 'int', value: opts.nExpertUsed }];
+  if (opts.stream) checkStreamable(header, opts);
+
+  const binding = await nativeBinding();
+  const stream: NativeStreamParams | undefined = opts.stream
+    ? {
+        cacheMb: opts.stream.cacheMb,
+        ...(opts.stream.cacheCeilMb !== null ? { cacheCeilMb: opts.stream.cacheCeilMb } : {}),
+        ioThreads: opts.stream.ioThreads,
+        overlap: opts.stream.overlap,
+        prefetch: opts.stream.prefetch,
+        odirect: opts.stream.odirect,
+        denseWeights: opts.stream.denseWeights,
+        forceCache: opts.stream.forceCache,
+      }
+    : undefined;
+  const params: NativeModelParams = { path, useMmap: opts.useMmap, repack: opts.repack, kvOverrides, ...(stream ? { stream } : {}) };
+  let native: NativeModel;
+  const read0 = readProcessReadBytes();
+  const t0 = performance.now();
+  try {
+    native = await binding.loadModel(params);
+  } catch (err) {
+    const msg = messageOf(err);
+    throw new BmoeError('E_MODEL', msg.includes(path) ? msg : `${path}: ${msg}`, { cause: err });
+  }
+  const load = { ms: performance.now() - t0, readBytes: read0 === null ? null : (readProcessReadBytes() ?? read0) - read0 };
+  const n: NativeModelInfo = native.info();
+  return new ModelImpl(native, { ...header, parameters: n.nParams, chatTemplate: n.chatTemplate, options: opts, load, stream: native.streamInfo() });
+}
+
+function checkStreamable(shape: ModelHeaderInfo, opts: ResolvedLoadOptions): void {
+  if (shape.expertBytes === 0) {
+    throw new BmoeError('E_OPTION', `stream.moeStream needs a mixture-of-experts model, ${shape.path} has no expert tensors`);
+  }
+  if (!opts.useMmap) throw new BmoeError('E_OPTION', 'stream.moeStream requires useMmap: true (experts are rebound inside the mapping)');
+}
+
+class ModelImpl implements Model {
+  private readonly sessions = new Set<SessionImpl>();
+  private closed = false;
+  private readonly bosTokenId: number | null;
+
+  constructor(
+    private readonly native: NativeModel,
+    readonly info: ModelInfo,
+  ) {
+    const bos = Number(native.info().meta['tokenizer.ggml.bos_token_id']);
+    this.bosTokenId = Number.isInteger(bos) && bos >= 0 ? bos : null;
+  }
+
+  createSession(options?: SessionOptions): Session {
+    if (this.closed) throw new BmoeError('E_CLOSED', 'the model is closed');
+    const opts = resolveSessionOptions(options, this.info.options);
+    let context;
+    try {
+      context = this.native.createContext({
+        nCtx: opts.contextSize,
+        nBatch: opts.batchSize,
+        nUbatch: opts.ubatchSize,
+        threads: opts.threads,
+      });
+    } catch (err) {
+      throw new BmoeError('E_MODEL', `could not create a context (contextSize ${opts.contextSize}): ${messageOf(err)}`, { cause: err });
+    }
+    // The budget in force (what 'auto' resolved to), as the streamer reports it.
+    const budget = this.info.stream ? this.info.stream.budgetBytes / (1024 * 1024) : null;
+    const session = new SessionImpl({
+      model: this.native,
+      context,
+      options: opts,
+      bosTokenId: this.bosTokenId,
+      cacheBudgetMiB: budget,
+      onClosed: (s) => this.sessions.delete(s),
+    });
+    this.sessions.add(session);
+    return session;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.sessions].map((s) => s.close()));
+    this.native.close();
+  }
+}

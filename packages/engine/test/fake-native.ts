@@ -1,0 +1,128 @@
+// A scripted stand-in for the native model/context, so the session, generation, queue and abort
+// logic are tested without the C++ addon. It behaves like the contract in
+// core-native/binding/types.ts: events arrive asynchronously, abort() stops at the next token,
+// and the context reuses the longest common prefix of consecutive requests.
+import type {
+  NativeChatMessage,
+  NativeContext,
+  NativeGenerateRequest,
+  NativeGenerateResult,
+  NativeModel,
+  NativeModelInfo,
+  NativeTokenEvent,
+} from '@bmoe/core-native';
+import { resolveLoadOptions } from '../src/options.js';
+import { SessionImpl } from '../src/session.js';
+
+export const BOS = 1;
+
+export interface FakeScript {
+  /** Byte pieces to emit, one per token (cycled). */
+  pieces?: Uint8Array[];
+  /** Fail after this many tokens. */
+  failAfter?: number;
+  /** Emit this many extra tokens after abort() before noticing (in-flight events). */
+  lateTokens?: number;
+}
+
+export class FakeContext implements NativeContext {
+  requests: NativeGenerateRequest[] = [];
+  aborts = 0;
+  resets = 0;
+  closed = false;
+  private cached: number[] = [];
+  private abortFlag = false;
+
+  constructor(private readonly script: FakeScript = {}) {}
+
+  async generate(req: NativeGenerateRequest, onToken: (ev: NativeTokenEvent) => void): Promise<NativeGenerateResult> {
+    this.requests.push(req);
+    this.abortFlag = false;
+    const prompt = [...req.tokens];
+    let reused = 0;
+    while (reused < prompt.length && reused < this.cached.length && prompt[reused] === this.cached[reused]) reused++;
+    const pieces = this.script.pieces ?? [new TextEncoder().encode('x')];
+    const generated: number[] = [];
+    let late = this.script.lateTokens ?? 0;
+    for (let i = 0; i < req.maxTokens; i++) {
+      await new Promise((r) => setImmediate(r));
+      if (this.abortFlag && late-- <= 0) {
+        this.cached = [...prompt, ...generated];
+        return { stopReason: 'abort', nPromptTokens: prompt.length, nPromptReused: reused, promptMs: 1, nGenerated: i };
+      }
+      if (this.script.failAfter !== undefined && i >= this.script.failAfter) throw new Error('decode failed: ggml says no\nsecond line');
+      const token = 1000 + i;
+      generated.push(token);
+      onToken({
+        index: i,
+        token,
+        piece: pieces[i % pieces.length]!,
+        isEog: false,
+        metrics: {
+          wallMs: 10, computeMs: 8, ioMs: 2, stallMs: 0, mgmtMs: 0, readBytes: 100, expertHits: 1, expertMisses: 1,
+          cacheResidentBytes: 0, prefetchIssued: 0, prefetchUseful: 0, majorFaults: 0, minorFaults: 0, cpuMs: 10, rssBytes: 1000,
+        },
+      });
+    }
+    this.cached = [...prompt, ...generated];
+    return { stopReason: 'length', nPromptTokens: prompt.length, nPromptReused: reused, promptMs: 1, nGenerated: req.maxTokens };
+  }
+
+  abort(): void {
+    this.aborts++;
+    this.abortFlag = true;
+  }
+
+  reset(): void {
+    this.resets++;
+    this.cached = [];
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+}
+
+export class FakeModel implements NativeModel {
+  info(): NativeModelInfo {
+    throw new Error('not used');
+  }
+
+  /** One token per UTF-16 unit, BOS first: enough to see prefixes line up. */
+  tokenize(text: string, addSpecial: boolean): Int32Array {
+    const ids = [...text].map((c) => c.codePointAt(0) ?? 0);
+    return Int32Array.from(addSpecial ? [BOS, ...ids] : ids);
+  }
+
+  detokenize(tokens: Int32Array): string {
+    return String.fromCodePoint(...tokens);
+  }
+
+  applyChatTemplate(messages: NativeChatMessage[], opts: { chatml: boolean; think: boolean; addAssistant: boolean }): string {
+    const tag = opts.chatml ? 'im' : 'gguf';
+    return messages.map((m) => `<${tag}:${m.role}>${m.content}`).join('') + (opts.addAssistant ? `<${tag}:assistant>` : '');
+  }
+
+  streamInfo(): null {
+    return null;
+  }
+
+  createContext(): NativeContext {
+    throw new Error('not used');
+  }
+
+  close(): void {}
+}
+
+export function fakeSession(script: FakeScript = {}, contextSize = 4096): { session: SessionImpl; ctx: FakeContext } {
+  const ctx = new FakeContext(script);
+  const session = new SessionImpl({
+    model: new FakeModel(),
+    context: ctx,
+    options: { ...resolveLoadOptions({ contextSize }), system: null },
+    bosTokenId: BOS,
+    cacheBudgetMiB: null,
+    onClosed: () => undefined,
+  });
+  return { session, ctx };
+}

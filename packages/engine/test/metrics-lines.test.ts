@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import {
+  MiB,
+  formatEndOfRunLines,
+  formatGenerationLine,
+  formatMoeCacheLine,
+  formatMoePrefetchLine,
+  formatMoeStreamLine,
+  formatNumber,
+  parseEndOfRunLines,
+  parseGenerationLine,
+  parseMoeCacheLine,
+  parseMoePrefetchLine,
+  parseMoeStreamLine,
+  summarize,
+} from '../src/metrics.js';
+import { rec } from './helpers.js';
+
+// A Qwen-like token: 585 ms = 123 compute + 462 I/O, 1051 MiB read.
+const summary = summarize(
+  Array.from({ length: 5 }, (_, i) =>
+    rec(i, { wallMs: 585, computeMs: 123, ioMs: 462, stallMs: 0, readBytes: 1051 * MiB, expertHits: 3, expertMisses: 1, cacheResidentBytes: 2000 * MiB, prefetchIssued: 4, prefetchUseful: 1 }),
+  ),
+  { promptTokens: 17, promptMs: 1234, cacheBudgetMiB: 4000 },
+);
+
+describe('end-of-run lines', () => {
+  it('prints generation: in the spec form', () => {
+    expect(formatGenerationLine(summary)).toBe('generation: 5 tokens, 0.585 s/token, 1.71 tok/s (prompt 17 tokens in 1.234 s)');
+  });
+
+  it('prints moe-stream: with the compute + flash I/O split', () => {
+    expect(formatMoeStreamLine(summary)).toBe(
+      'moe-stream: read 4204.00 MiB, 1051.00 MiB/token, decode 0.585 s/token = compute 0.123 + flash I/O 0.462 (stall 0.000), 2274.89 MiB/s',
+    );
+  });
+
+  it('prints moe-cache: and moe-prefetch:', () => {
+    expect(formatMoeCacheLine(summary)).toBe('moe-cache: hit 75.0 % (12 hits, 4 misses), resident 2000.00 MiB of 4000.00 MiB budget');
+    expect(formatMoePrefetchLine(summary)).toBe('moe-prefetch: issued 16, useful 4 (25.0 %)');
+  });
+
+  it('prints n/a for unknown values', () => {
+    const empty = summarize([]);
+    expect(formatMoeCacheLine(empty)).toBe('moe-cache: hit n/a % (0 hits, 0 misses), resident 0.00 MiB of n/a MiB budget');
+    expect(formatMoePrefetchLine(empty)).toBe('moe-prefetch: issued 0, useful 0 (n/a %)');
+  });
+
+  it('keeps three significant digits for a tiny model', () => {
+    expect(formatNumber(0.00123456, 3)).toBe('0.00123');
+    expect(formatNumber(812.3456, 2)).toBe('812.35');
+    expect(formatNumber(0.687, 2)).toBe('0.687');
+    expect(formatNumber(0, 3)).toBe('0.000');
+  });
+
+  it('selects lines by feature: generation always, stream lines with streaming, prefetch when on', () => {
+    expect(formatEndOfRunLines(summary).map((l) => l.split(':')[0])).toEqual(['generation']);
+    expect(formatEndOfRunLines(summary, { stream: true }).map((l) => l.split(':')[0])).toEqual(['generation', 'moe-stream', 'moe-cache']);
+    expect(formatEndOfRunLines(summary, { stream: true, prefetch: true })).toHaveLength(4);
+  });
+});
+
+describe('end-of-run line parsers', () => {
+  it('round-trip every line: parse(format(s)) matches s and re-formats identically', () => {
+    const g = parseGenerationLine(formatGenerationLine(summary));
+    expect(g).toEqual({ tokens: 5, secondsPerToken: 0.585, tokensPerSecond: 1.71, promptTokens: 17, promptSeconds: 1.234 });
+
+    const st = parseMoeStreamLine(formatMoeStreamLine(summary));
+    expect(st).toMatchObject({ readMiB: 4204, mibPerToken: 1051, secondsPerToken: 0.585, computeSecondsPerToken: 0.123, ioSecondsPerToken: 0.462, stallSecondsPerToken: 0 });
+    expect(formatMoeStreamLine({ ...summary, ...st! })).toBe(formatMoeStreamLine(summary));
+
+    const c = parseMoeCacheLine(formatMoeCacheLine(summary));
+    expect(c).toEqual({ hitPercent: 75, expertHits: 12, expertMisses: 4, residentMiB: 2000, cacheBudgetMiB: 4000 });
+    expect(formatMoeCacheLine(c!)).toBe(formatMoeCacheLine(summary));
+
+    const p = parseMoePrefetchLine(formatMoePrefetchLine(summary));
+    expect(p).toEqual({ prefetchIssued: 16, prefetchUseful: 4, prefetchUsefulPercent: 25 });
+    expect(formatMoePrefetchLine(p!)).toBe(formatMoePrefetchLine(summary));
+  });
+
+  it('parses n/a as null', () => {
+    expect(parseMoeCacheLine(formatMoeCacheLine(summarize([])))).toMatchObject({ hitPercent: null, cacheBudgetMiB: null });
+  });
+
+  it('finds the lines in a whole log, among other output, last one winning', () => {
+    const log = [
+      'load: something',
+      formatGenerationLine({ ...summary, tokens: 1 }),
+      '[bench] 2026-07-12 ' + formatGenerationLine(summary),
+      ...formatEndOfRunLines(summary, { stream: true, prefetch: true }).slice(1),
+      'bye',
+    ].join('\n');
+    const all = parseEndOfRunLines(log);
+    expect(all.generation?.tokens).toBe(5);
+    expect(all.moeStream?.readMiBPerSecond).toBeCloseTo(2274.89, 2);
+    expect(all.moeCache?.hitPercent).toBe(75);
+    expect(all.moePrefetch?.prefetchUseful).toBe(4);
+    expect(parseEndOfRunLines('nothing here')).toEqual({});
+  });
+
+  it('rejects lines that are not ours', () => {
+    expect(parseGenerationLine('generation: lots of tokens')).toBeNull();
+    expect(parseMoeStreamLine('moe-stream: read 12 MiB')).toBeNull();
+  });
+});
