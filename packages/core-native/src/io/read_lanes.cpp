@@ -1,6 +1,7 @@
 #include "read_lanes.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -134,7 +135,22 @@ void read_lanes::lane_main(int idx) {
         }
         const auto t0 = std::chrono::steady_clock::now();
         std::string err;
-        const bool ok = read_range(fd, t.dst, t.file_off, t.len, err);
+        if (!t.state) {
+            // Deferred release of an evicted unit's pages.
+            std::lock_guard<std::mutex> lock(vm_mu);
+            if (t.unmap_gen->load() == t.unmap_expect) {
+                mmap(t.unmap_addr, t.unmap_len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            }
+            busy_ns += (uint64_t) std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+            continue;
+        }
+        bool ok = true;
+        if (t.map_len > 0 &&
+            mmap(t.map_addr, t.map_len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED | MAP_POPULATE, t.map_fd, (off_t) t.map_off) == MAP_FAILED) {
+            ok  = false;
+            err = std::string("mapping an expert cache slot: ") + std::strerror(errno) + (errno == ENOMEM ? " (vm.max_map_count reached?)" : "");
+        }
+        ok = ok && read_range(fd, t.dst, t.file_off, t.len, err);
         busy_ns += (uint64_t) std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
         if (ok) {
             bytes_read += t.len;

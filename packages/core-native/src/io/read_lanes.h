@@ -17,12 +17,25 @@ struct slice_state {
     std::atomic<uint8_t> status{ SLICE_ABSENT };
 };
 
+// A lane's unit of work. Page-table work rides along so it runs on the lanes, in parallel with
+// other lanes' reads, instead of on the decode thread:
+//  - map_len > 0: map `map_fd` at `map_addr` (MAP_FIXED | MAP_SHARED | MAP_POPULATE) before the read;
+//  - state == nullptr: no read, only release `unmap_addr` back to untouched anonymous memory,
+//    unless `*unmap_gen` moved on from `unmap_expect` (the unit came back and was mapped anew).
 struct read_task {
-    slice_state * state   = nullptr;
-    uint8_t *     dst     = nullptr; // page-aligned
-    uint64_t      file_off = 0;      // page-aligned
-    uint64_t      len     = 0;       // page multiple
+    slice_state * state    = nullptr;
+    uint8_t *     dst      = nullptr; // page-aligned
+    uint64_t      file_off = 0;       // page-aligned
+    uint64_t      len      = 0;       // page multiple
     bool          prefetch = false;
+    uint8_t *     map_addr = nullptr;
+    uint64_t      map_len  = 0;
+    int64_t       map_off  = 0;
+    int           map_fd   = -1;
+    uint8_t *              unmap_addr   = nullptr;
+    uint64_t               unmap_len    = 0;
+    const std::atomic<uint32_t> * unmap_gen = nullptr;
+    uint32_t               unmap_expect = 0;
 };
 
 struct read_lanes {
@@ -43,6 +56,8 @@ struct read_lanes {
     std::atomic<uint64_t> bytes_read{ 0 };
     std::atomic<uint64_t> busy_ns{ 0 };       // summed over lanes
     std::atomic<uint64_t> prefetch_bytes{ 0 };
+    // Held while changing mappings under the expert region (lanes and the streamer).
+    std::mutex vm_mu;
 
   private:
     void lane_main(int idx);

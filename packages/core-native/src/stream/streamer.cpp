@@ -132,6 +132,7 @@ streamer::streamer(const stream_config & c, const expert_layout & L, uint8_t * m
     unit_slot.assign((size_t) layout.n_layer * layout.n_expert, -1);
     popularity.assign((size_t) layout.n_layer * layout.n_expert, 0);
     prefetched.assign((size_t) layout.n_layer * layout.n_expert, 0);
+    unit_gen = std::vector<std::atomic<uint32_t>>((size_t) layout.n_layer * layout.n_expert);
     slices = std::vector<slice_state>((size_t) layout.n_layer * layout.n_expert * n_proj);
     set_pool_slots(std::max(configured_slots, top_k));
 
@@ -179,7 +180,7 @@ void streamer::set_pool_slots(int32_t n) {
             const expert_key k = slot_owner[(size_t) s];
             if (k.layer < 0) continue;
             policy.erase(k);
-            evict_unit(k);
+            evict_unit(k, false);
         }
         free_slots.erase(std::remove_if(free_slots.begin(), free_slots.end(), [n](int32_t s) { return s >= n; }), free_slots.end());
     }
@@ -318,6 +319,8 @@ void streamer::route_layer(int32_t layer, const ggml_tensor * ids) {
     // Issue in the order the kernel consumes them: projection by projection, ascending expert.
     std::vector<read_task> tasks;
     for (auto & v : by_proj) tasks.insert(tasks.end(), v.begin(), v.end());
+    tasks.insert(tasks.end(), pending_unmaps.begin(), pending_unmaps.end());
+    pending_unmaps.clear();
     lanes->submit_all(tasks);
     if (cfg.prefetch > 0) {
         prefetch_after(layer);
@@ -339,7 +342,7 @@ void streamer::route_layer(int32_t layer, const ggml_tensor * ids) {
     io_wait_ms += now_ms() - w0;
 }
 
-void streamer::evict_unit(const expert_key & v) {
+void streamer::evict_unit(const expert_key & v, bool deferred) {
     const size_t u = (size_t) v.layer * layout.n_expert + v.expert;
     // An in-flight read (a prefetch) still writes into the slot: let it land first.
     for (int32_t j = 0; j < n_proj; j++) {
@@ -348,7 +351,25 @@ void streamer::evict_unit(const expert_key & v) {
         st.status.store(SLICE_ABSENT);
     }
     const int32_t s = unit_slot[u];
-    mem.unmap_unit(layer_tensors[(size_t) v.layer], v.expert);
+    if (deferred) {
+        // The slot moves on at once (its next mapping replaces nothing of ours); the old address
+        // keeps an alias until a lane releases it, unless the unit is mapped again first.
+        const auto & lt = layer_tensors[(size_t) v.layer];
+        for (size_t j = 0; j < lt.size(); j++) {
+            const slice_span sp = mem.span(*lt[j], v.expert);
+            if (sp.own_hi == sp.own_lo) continue;
+            read_task t;
+            t.unmap_addr   = sp.own_lo;
+            t.unmap_len    = (uint64_t) (sp.own_hi - sp.own_lo);
+            t.unmap_gen    = &unit_gen[u];
+            t.unmap_expect = unit_gen[u].load();
+            pending_unmaps.push_back(t);
+        }
+    } else {
+        std::lock_guard<std::mutex> lock(lanes->vm_mu);
+        unit_gen[u]++;
+        mem.unmap_unit(layer_tensors[(size_t) v.layer], v.expert);
+    }
     unit_slot[u]  = -1;
     prefetched[u] = 0;
     if (s >= 0) {
@@ -364,22 +385,37 @@ bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_ta
         return true;
     }
     if (!prefetch) misses++;
-    for (const expert_key & v : r.evicted) evict_unit(v);
+    for (const expert_key & v : r.evicted) evict_unit(v, true);
     const int32_t s = take_slot();
     if (!r.admitted || s < 0) {
         fail("expert cache accounting error at layer " + std::to_string(key.layer));
         return false;
     }
     const auto & lt = layer_tensors[(size_t) key.layer];
-    mem.map_unit(s, lt, key.expert);
     slot_owner[(size_t) s] = key;
     const size_t u = (size_t) key.layer * layout.n_expert + key.expert;
     unit_slot[u] = s;
+    {
+        // Any release of this unit's old alias still queued must now leave it alone.
+        std::lock_guard<std::mutex> lock(lanes->vm_mu);
+        unit_gen[u]++;
+    }
     for (size_t j = 0; j < lt.size(); j++) {
         const slice_span sp = mem.span(*lt[j], key.expert);
         slice_state & st = slices[u * n_proj + j];
         st.status.store(SLICE_READING);
-        by_proj[j].push_back({ &st, sp.read_lo, sp.read_off, (uint64_t) (sp.read_hi - sp.read_lo), prefetch });
+        read_task t;
+        t.state    = &st;
+        t.dst      = sp.read_lo;
+        t.file_off = sp.read_off;
+        t.len      = (uint64_t) (sp.read_hi - sp.read_lo);
+        t.prefetch = prefetch;
+        // The lane maps the slot under the slice's interior, then reads into it.
+        t.map_addr = sp.own_lo;
+        t.map_len  = (uint64_t) (sp.own_hi - sp.own_lo);
+        t.map_off  = mem.slot_offset(s, j);
+        t.map_fd   = mem.memfd;
+        by_proj[j].push_back(t);
     }
     return true;
 }
@@ -413,6 +449,8 @@ void streamer::prefetch_after(int32_t layer) {
     mgmt_ms += now_ms() - t0;
     std::vector<read_task> tasks;
     for (auto & v : by_proj) tasks.insert(tasks.end(), v.begin(), v.end());
+    tasks.insert(tasks.end(), pending_unmaps.begin(), pending_unmaps.end());
+    pending_unmaps.clear();
     lanes->submit_all(tasks);
 }
 

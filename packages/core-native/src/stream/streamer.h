@@ -56,7 +56,8 @@ struct streamer : decode_observer {
     void route_layer(int32_t layer, const ggml_tensor * ids);
     // Makes `key` resident in a slot (evicting as the policy says) and appends its reads.
     bool load_unit(const expert_key & key, std::vector<std::vector<read_task>> & by_proj, bool prefetch);
-    void evict_unit(const expert_key & v);
+    // Evicts `v`; its pages are released now (`deferred` false) or by a lane after this layer's reads.
+    void evict_unit(const expert_key & v, bool deferred);
     void prefetch_after(int32_t layer);
     void fail(const std::string & msg);
     void set_pool_slots(int32_t n);
@@ -85,6 +86,8 @@ struct streamer : decode_observer {
 
     std::vector<uint32_t>                           popularity;      // [layer * n_expert + e] → times routed
     std::vector<uint8_t>                            prefetched;      // [layer * n_expert + e] → read ahead, not used yet
+    std::vector<std::atomic<uint32_t>>              unit_gen;        // bumped each time a unit is mapped: stale releases skip it
+    std::vector<read_task>                          pending_unmaps;  // evictions, released by the lanes after the reads
 
     // Per-decode counters.
     uint64_t hits = 0, misses = 0, pf_issued = 0, pf_useful = 0;

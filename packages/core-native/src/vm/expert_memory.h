@@ -48,6 +48,9 @@ struct expert_memory {
     // existing slots; shrinking requires slots >= n to be unmapped first.
     void resize_pool(int32_t n, const expert_layout & L);
 
+    // Offset in the memfd of projection `j` of slot `slot`.
+    int64_t slot_offset(int32_t slot, size_t j) const { return (int64_t) ((uint64_t) slot * slot_bytes + sub_off[j]); }
+
     // Maps slot `slot` under the interiors of `layer`'s expert `expert` (every projection).
     void map_unit(int32_t slot, const std::vector<const expert_tensor *> & layer_tensors, int32_t expert);
     // Returns those interiors to untouched anonymous memory (no RSS).
