@@ -22,8 +22,9 @@ export function platformPackageName(platform: string = process.platform, arch: s
 
 /** Where the binding will be looked for, in order. */
 export function bindingCandidates(): string[] {
+  // An explicit override is the only candidate: silently using another binary would hide its failure.
+  if (process.env.BMOE_NATIVE_PATH) return [process.env.BMOE_NATIVE_PATH];
   const out: string[] = [];
-  if (process.env.BMOE_NATIVE_PATH) out.push(process.env.BMOE_NATIVE_PATH);
   out.push(join(pkgDir, 'build', 'Release', 'bmoe.node'));
   out.push(platformPackageName());
   return out;

@@ -1,0 +1,54 @@
+// The native loader: it loads this checkout's build with the pinned llama.cpp, and when a binary
+// cannot load it says which ones it tried and why (in a child process: the loader caches).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { bindingCandidates, llamaToolPath, loadBinding } from '../binding/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'bmoe-loader-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const pinned = '80fb11ac73e66d89eae2c6a91d8a77428fa733ed';
+
+describe('native loader', () => {
+  it('loads the local build, built from the pinned llama.cpp with both patches', () => {
+    const info = loadBinding().buildInfo();
+    expect(info.llamaCommit).toBe(pinned);
+    expect(info.overlapSupported).toBe(true);
+    expect(llamaToolPath('llama-completion')).toMatch(/llama-completion$/);
+  });
+
+  it('names every candidate and its failure when nothing loads', () => {
+    const bogus = join(dir, 'bogus.node');
+    writeFileSync(bogus, 'not an ELF file');
+    const script = `import('${join(import.meta.dirname, '..', 'dist', 'index.js')}').then(m => m.loadBinding()).catch(e => { console.error(e.message); process.exit(3); })`;
+    const r = spawnSync(process.execPath, ['-e', script], { env: { ...process.env, BMOE_NATIVE_PATH: bogus }, encoding: 'utf8' });
+    expect(r.status).toBe(3);
+    expect(r.stderr).toContain('no bmoe native binary could be loaded');
+    expect(r.stderr).toContain(bogus);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('lists the override alone, else the local build then the platform package', () => {
+    const saved = process.env.BMOE_NATIVE_PATH;
+    delete process.env.BMOE_NATIVE_PATH;
+    expect(bindingCandidates()).toEqual([expect.stringMatching(/build\/Release\/bmoe\.node$/), '@bmoe/core-native-linux-x64-gnu']);
+    process.env.BMOE_NATIVE_PATH = '/x/y.node';
+    expect(bindingCandidates()).toEqual(['/x/y.node']);
+    if (saved === undefined) delete process.env.BMOE_NATIVE_PATH;
+    else process.env.BMOE_NATIVE_PATH = saved;
+  });
+
+  it('measures a read ceiling with O_DIRECT over a real file', () => {
+    const f = join(dir, 'data.bin');
+    execFileSync('dd', ['if=/dev/urandom', `of=${f}`, 'bs=1M', 'count=16', 'status=none']);
+    const r = loadBinding().readCeiling({ path: f, lanes: 2, blockBytes: 1 << 20, totalBytes: 8 << 20 });
+    expect(r.bytes).toBe(8 << 20);
+    expect(r.seconds).toBeGreaterThan(0);
+  });
+
+  it('rejects a missing model with a one-line error naming the file', async () => {
+    await expect(loadBinding().loadModel({ path: join(dir, 'missing.gguf') })).rejects.toThrow(/missing\.gguf: No such file or directory/);
+  });
+});
