@@ -1,0 +1,168 @@
+// What a streaming engine needs to know about an MoE GGUF: which bytes are experts (streamed)
+// and which are dense (kept resident), the size of one expert's slice per projection, and the
+// working set one token touches. Works on a header read from disk (readGguf) or on a planned
+// file that was never written (planModel), since both are GgufFile.
+
+import type { GgufFile, GgufTensorInfo } from './reader.js';
+import { GgmlType, ggmlType } from './types.js';
+import { kvArray, kvNumber, kvString } from './values.js';
+
+/** Expert projections as named in tensor names; gate_up is Gemma 4's fused gate+up. */
+export type ExpertProj = 'gate' | 'up' | 'down' | 'gate_up';
+
+/** One 3-D expert tensor; expert e of it is the contiguous slice [offset + e·sliceBytes, +sliceBytes). */
+export interface ExpertTensor {
+  readonly layer: number;
+  readonly proj: ExpertProj;
+  readonly name: string;
+  readonly type: GgmlType;
+  /** Absolute file offset of the tensor's data. */
+  readonly offset: number;
+  readonly bytes: number;
+  /** Bytes of one expert's slice (= ggml nb[2] = bytes / n_expert). */
+  readonly sliceBytes: number;
+  /** Number of experts in the tensor (its third dimension). */
+  readonly experts: number;
+}
+
+/** Expert bytes of one MoE layer. */
+export interface LayerExperts {
+  readonly layer: number;
+  /** Bytes of one expert's slice, per projection present in this layer. */
+  readonly sliceBytes: Readonly<Partial<Record<ExpertProj, number>>>;
+  /** Bytes of one expert, all projections. */
+  readonly expertBytes: number;
+  /** Bytes of all experts of this layer. */
+  readonly totalBytes: number;
+}
+
+export interface ModelShape {
+  readonly architecture: string;
+  readonly name: string | undefined;
+  /** <arch>.block_count */
+  readonly layers: number;
+  /** <arch>.expert_count (0 for a dense model) */
+  readonly experts: number;
+  /** <arch>.expert_used_count: the default top-k (max over layers if given per layer) */
+  readonly expertsUsed: number;
+  readonly embeddingLength: number;
+  readonly vocabSize: number;
+  readonly contextLength: number | undefined;
+  /** Bytes per ggml type name, over all tensors. */
+  readonly quantTypes: Readonly<Record<string, number>>;
+  /** All tensor data bytes (without alignment padding). */
+  readonly totalBytes: number;
+  /** Bytes that stay resident: everything that is not an expert weight (incl. expert biases/scales). */
+  readonly denseBytes: number;
+  /** Bytes of the 3-D expert weight tensors (streamed). */
+  readonly expertBytes: number;
+  /** Per-projection bytes of one expert slice; the maximum over layers where quant types differ. */
+  readonly expertSliceBytes: Readonly<Partial<Record<ExpertProj, number>>>;
+  /** Bytes of all experts of one layer; the maximum over layers. */
+  readonly expertBytesPerLayer: number;
+  /** Per-layer expert bytes, in layer order (MoE layers only). */
+  readonly layerExperts: readonly LayerExperts[];
+  /** Every expert tensor, in file order. */
+  readonly expertTensors: readonly ExpertTensor[];
+  /**
+   * One token's routed working set: for every MoE layer, topK experts × one expert's bytes
+   * (all projections). A global-LRU expert cache smaller than this hits nothing.
+   * @param topK default: expertsUsed
+   */
+  workingSetBytes(topK?: number): number;
+}
+
+const EXPERT_RE = /^blk\.(\d+)\.ffn_(gate|up|down|gate_up)_exps\.weight$/;
+
+/** Parse an expert weight tensor name: layer and projection, or undefined for anything else. */
+export function parseExpertName(name: string): { layer: number; proj: ExpertProj } | undefined {
+  const m = EXPERT_RE.exec(name);
+  if (!m) return undefined;
+  return { layer: Number(m[1]), proj: m[2] as ExpertProj };
+}
+
+function maxOf(v: number | readonly (number | bigint | boolean | string)[] | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v === 'number') return v;
+  let m: number | undefined;
+  for (const x of v) if (typeof x === 'number' || typeof x === 'bigint') m = Math.max(m ?? 0, Number(x));
+  return m;
+}
+
+export function describeModel(file: GgufFile): ModelShape {
+  const arch = kvString(file.kv, 'general.architecture');
+  if (!arch) throw new Error(`${file.path}: no general.architecture in the metadata`);
+  const num = (k: string): number | undefined => kvNumber(file.kv, `${arch}.${k}`);
+  const numOrArr = (k: string): number | undefined => maxOf(num(k) ?? kvArray(file.kv, `${arch}.${k}`));
+
+  const layers = num('block_count') ?? 0;
+  const experts = num('expert_count') ?? 0;
+  const expertsUsed = numOrArr('expert_used_count') ?? 0;
+  const embd = num('embedding_length') ?? 0;
+  const tokens = kvArray(file.kv, 'tokenizer.ggml.tokens');
+  const tokEmbd = file.tensors.find((t) => t.name === 'token_embd.weight');
+  const vocabSize = tokens?.length ?? num('vocab_size') ?? tokEmbd?.dims[1] ?? 0;
+
+  const quantTypes: Record<string, number> = {};
+  let totalBytes = 0;
+  let expertBytes = 0;
+  const expertTensors: ExpertTensor[] = [];
+  const byLayer = new Map<number, { slice: Partial<Record<ExpertProj, number>>; total: number }>();
+  const sorted: GgufTensorInfo[] = [...file.tensors].sort((a, b) => a.offset - b.offset);
+  for (const t of sorted) {
+    const tn = ggmlType(t.type).name;
+    quantTypes[tn] = (quantTypes[tn] ?? 0) + t.bytes;
+    totalBytes += t.bytes;
+    const e = parseExpertName(t.name);
+    if (!e) continue;
+    const n = t.dims.length === 3 ? t.dims[2]! : 1;
+    if (n <= 0 || t.bytes % n !== 0) throw new Error(`${file.path}: expert tensor ${t.name} does not split into ${n} equal slices`);
+    const sliceBytes = t.bytes / n;
+    expertBytes += t.bytes;
+    expertTensors.push({ layer: e.layer, proj: e.proj, name: t.name, type: t.type, offset: t.offset, bytes: t.bytes, sliceBytes, experts: n });
+    const l = byLayer.get(e.layer) ?? { slice: {}, total: 0 };
+    l.slice[e.proj] = (l.slice[e.proj] ?? 0) + sliceBytes;
+    l.total += t.bytes;
+    byLayer.set(e.layer, l);
+  }
+
+  const layerExperts: LayerExperts[] = [...byLayer.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([layer, l]) => ({
+      layer,
+      sliceBytes: l.slice,
+      expertBytes: Object.values(l.slice).reduce((a, b) => a + (b ?? 0), 0),
+      totalBytes: l.total,
+    }));
+  const expertSliceBytes: Partial<Record<ExpertProj, number>> = {};
+  for (const l of layerExperts) {
+    for (const [p, b] of Object.entries(l.sliceBytes) as [ExpertProj, number][]) {
+      expertSliceBytes[p] = Math.max(expertSliceBytes[p] ?? 0, b);
+    }
+  }
+  const expertBytesPerLayer = layerExperts.reduce((m, l) => Math.max(m, l.totalBytes), 0);
+
+  return {
+    architecture: arch,
+    name: kvString(file.kv, 'general.name'),
+    layers,
+    experts,
+    expertsUsed,
+    embeddingLength: embd,
+    vocabSize,
+    contextLength: num('context_length'),
+    quantTypes,
+    totalBytes,
+    denseBytes: totalBytes - expertBytes,
+    expertBytes,
+    expertSliceBytes,
+    expertBytesPerLayer,
+    layerExperts,
+    expertTensors,
+    workingSetBytes(topK = expertsUsed): number {
+      if (!Number.isInteger(topK) || topK < 0) throw new RangeError(`topK must be a non-negative integer, got ${topK}`);
+      const k = experts > 0 ? Math.min(topK, experts) : topK;
+      return layerExperts.reduce((s, l) => s + k * l.expertBytes, 0);
+    },
+  };
+}

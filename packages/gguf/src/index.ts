@@ -1,0 +1,64 @@
+// @bmoe/gguf — GGUF reader, streaming GGUF writer, ggml quantization codecs and synthetic MoE
+// models with the real models' shapes. This is the package's only public entry point.
+
+export { GgufError } from './errors.js';
+export {
+  GgmlType,
+  GgufValueType,
+  ggmlType,
+  ggmlTypeByName,
+  ggmlTypeInfo,
+  ggmlTypes,
+  rowBytes,
+  tensorBytes,
+  type GgmlTypeInfo,
+} from './types.js';
+export { gv, kvArray, kvNumber, kvString, type GgufValue, type GgufBigIntType, type GgufNumberType } from './values.js';
+export { readGguf, type GgufFile, type GgufTensorInfo } from './reader.js';
+export {
+  layoutGguf,
+  writeGguf,
+  type GgufLayout,
+  type GgufSpec,
+  type GgufTensorSpec,
+  type TensorProducer,
+  type WriteOptions,
+  type WriteResult,
+} from './writer.js';
+export {
+  describeModel,
+  parseExpertName,
+  type ExpertProj,
+  type ExpertTensor,
+  type LayerExperts,
+  type ModelShape,
+} from './describe.js';
+
+// Quantization codecs (encoders follow ggml's reference layouts; decoders ggml's dequantizers).
+export { codecTypes, decode, encode } from './quant/index.js';
+export { f16ToF32, f32ToF16, encodeF16, decodeF16, encodeF32, decodeF32 } from './quant/f16.js';
+export { encodeQ8_0, decodeQ8_0, QK8_0, Q8_0_BLOCK_BYTES } from './quant/q8_0.js';
+export { encodeQ5_0, decodeQ5_0, QK5_0, Q5_0_BLOCK_BYTES } from './quant/q5_0.js';
+export { encodeQ4_K, decodeQ4_K, Q4_K_BLOCK_BYTES } from './quant/q4_k.js';
+export { encodeQ6_K, decodeQ6_K, Q6_K_BLOCK_BYTES } from './quant/q6_k.js';
+export { encodeMXFP4, decodeMXFP4, MXFP4_BLOCK_BYTES, MXFP4_VALUES } from './quant/mxfp4.js';
+
+// Synthetic models.
+export {
+  getPreset,
+  listPresets,
+  presets,
+  type Arch,
+  type ArchShape,
+  type Gemma4Shape,
+  type GptOssShape,
+  type Preset,
+  type QuantMix,
+  type Qwen3MoeShape,
+  type Tuning,
+} from './synth/presets.js';
+export { planModel, type ModelPlan, type PlanOptions, type PlannedTensor, type Fill } from './synth/plan.js';
+export { makeModel, plantedSuccessors, type MakeModelOptions, type MadeModel } from './synth/generate.js';
+export { routerBias, expertRanks } from './synth/fill.js';
+export { buildVocab, TokenType, type SynthVocab, type VocabStyle } from './synth/tokenizer.js';
+export { QWEN3_TEMPLATE, HARMONY_TEMPLATE, GEMMA4_TEMPLATE } from './synth/templates.js';

@@ -1,0 +1,49 @@
+// Integration with the pinned llama.cpp, when packages/core-native has built its tools: every
+// tiny preset must load in llama-completion, generate text that keeps moving, and change its
+// greedy text within a few tokens when one routed expert fewer is used. Skipped (not failed)
+// when the binary is absent, e.g. before the native build. LLAMA_COMPLETION overrides the path.
+
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { makeModel } from '../src/index.js';
+import { tempDir } from './helpers.js';
+
+const run = promisify(execFile);
+const BIN = process.env.LLAMA_COMPLETION ?? fileURLToPath(new URL('../../core-native/build/bin/llama-completion', import.meta.url));
+const PROMPT = 'The quick brown fox';
+const tmp = tempDir();
+afterAll(() => tmp.cleanup());
+
+async function complete(model: string, extra: string[] = []): Promise<string[]> {
+  const { stdout } = await run(
+    BIN,
+    ['-m', model, '-p', PROMPT, '-n', '48', '-no-cnv', '--temp', '0', '-t', '2', '-nr', '--no-warmup', ...extra],
+    { timeout: 120_000, maxBuffer: 1 << 20 },
+  );
+  expect(stdout.startsWith(PROMPT)).toBe(true);
+  return stdout.slice(PROMPT.length).split(/\s+/).filter(Boolean);
+}
+
+describe.skipIf(!existsSync(BIN))('llama.cpp runs the synthetic models', () => {
+  for (const [preset, arch, topK] of [
+    ['tiny-qwen3moe', 'qwen3moe', 4],
+    ['tiny-gpt-oss', 'gpt-oss', 4],
+    ['tiny-gemma4', 'gemma4', 4],
+  ] as const) {
+    it(`${preset}: loads, keeps moving, and depends on the routed experts`, async () => {
+      const path = join(tmp.dir, `${preset}.gguf`);
+      await makeModel({ preset, out: path });
+      const text = await complete(path);
+      expect(text.length).toBeGreaterThan(30);
+      expect(new Set(text).size / text.length).toBeGreaterThan(0.6);
+      const fewer = await complete(path, ['--override-kv', `${arch}.expert_used_count=int:${topK - 1}`]);
+      const firstDiff = text.findIndex((w, i) => w !== fewer[i]);
+      expect(firstDiff).toBeGreaterThanOrEqual(0);
+      expect(firstDiff).toBeLessThan(16);
+    });
+  }
+});
