@@ -151,15 +151,6 @@ void read_lanes::lane_main(int idx) {
             err = std::string("mapping an expert cache slot: ") + std::strerror(errno) + (errno == ENOMEM ? " (vm.max_map_count reached?)" : "");
         }
         ok = ok && read_range(fd, t.dst, t.file_off, t.len, err);
-        if (ok && t.map_len > 0) {
-            // Touch every page of the fresh mapping here, on the lane: on virtual machines whose
-            // hypervisor shadows page tables, the first access to a remapped page costs several
-            // µs; paying it here keeps it off the compute threads (and overlapped with reads).
-            volatile const uint8_t * p = t.map_addr;
-            uint8_t sink = 0;
-            for (uint64_t off = 0; off < t.map_len; off += 4096) sink ^= p[off];
-            (void) sink;
-        }
         busy_ns += (uint64_t) std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
         if (ok) {
             bytes_read += t.len;
