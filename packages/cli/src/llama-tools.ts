@@ -57,14 +57,19 @@ export async function runLlamaCompletion(opts: LlamaCompletionOptions): Promise<
     '-nr', '--no-warmup', '--no-display-prompt', '--simple-io',
     ...(opts.extraArgs ?? []),
   ];
-  const stdout = await new Promise<string>((ok, fail) => {
-    const child = execFile(bin, args, { maxBuffer: 64 << 20, encoding: 'utf8', timeout: 300_000 }, (err, out, errText) => {
-      if (err) fail(new Error(`llama-completion failed: ${err.message.split('\n')[0]} ${String(errText).split('\n').slice(-3).join(' ')}`));
-      else ok(out);
+  // llama-completion prints through llama.cpp's asynchronous logger, whose queue can still hold the
+  // last tokens when the process exits on a loaded machine. A complete run ends with the tool's
+  // closing "\n\n": retry the (deterministic) run until that arrives.
+  for (let attempt = 1; ; attempt++) {
+    const stdout = await new Promise<string>((ok, fail) => {
+      const child = execFile(bin, args, { maxBuffer: 64 << 20, encoding: 'utf8', timeout: 300_000 }, (err, out, errText) => {
+        if (err) fail(new Error(`llama-completion failed: ${err.message.split('\n')[0]} ${String(errText).split('\n').slice(-3).join(' ')}`));
+        else ok(out);
+      });
+      child.stdin?.end();
     });
-    child.stdin?.end();
-  });
-  return stripCompletionOutput(stdout);
+    if (stdout.endsWith('\n\n') || attempt >= 5) return stripCompletionOutput(stdout);
+  }
 }
 
 /** Removes what llama-completion adds around the generated text on stdout. */

@@ -36,6 +36,7 @@ add_library(bmoe_runtime STATIC
     src/stream/expert_layout.cpp
     src/stream/streamer.cpp
     src/vm/expert_memory.cpp
+    src/vm/slot_pool.cpp
     src/io/read_lanes.cpp
     src/io/read_ceiling.cpp
     src/sys/proc_stats.cpp)

@@ -86,11 +86,18 @@ for (const preset of ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4']) {
       ['cache holding everything, 1 lane', () => ({ cacheMb: cacheAll, ioThreads: 1 })],
       ['cache holding everything, 4 lanes, overlap, dense weights anon', () => ({ cacheMb: cacheAll, ioThreads: 4, overlap: true, denseWeights: 'anon' })],
       ['cache 0, buffered reads', () => ({ cacheMb: 0, ioThreads: 2, odirect: false })],
+      // The fallback without patch 0002's redirection: experts mapped in place at their addresses.
+      ['in-place mapping: cache between, 2 lanes, prefetch 2', () => ({ cacheMb: cacheMid, ioThreads: 2, prefetch: 2 })],
+      ['in-place mapping: cache 0, 4 lanes, overlap', () => ({ cacheMb: 0, ioThreads: 4, overlap: true })],
     ];
 
     for (const [name, cfg] of configs) {
       it(`${name}: same tokens, same logits`, async () => {
-        const s = await generate(path, { stream: { moeStream: true, ...cfg() } });
+        const canonical = name.startsWith('in-place');
+        if (canonical) process.env.BMOE_STREAM_CANONICAL = '1';
+        const s = await generate(path, { stream: { moeStream: true, ...cfg() } }).finally(() => {
+          delete process.env.BMOE_STREAM_CANONICAL;
+        });
         expect(s.tokens).toEqual(resident.tokens);
         expect(sameBits(s.logits, resident.logits)).toBe(true);
         expect(s.readBytes).toBeGreaterThan(0);

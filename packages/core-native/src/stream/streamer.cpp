@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -19,14 +20,14 @@ constexpr int MAX_STREAMERS = 8;
 std::atomic<streamer *> g_streamers[MAX_STREAMERS];
 
 #ifdef BMOE_HAVE_MMID_HOOK
-void mmid_hook(const ggml_tensor * weights, int32_t expert, int ith, void *) {
+const void * mmid_hook(const ggml_tensor * weights, int32_t expert, int ith, void *) {
     for (auto & slot : g_streamers) {
         streamer * s = slot.load(std::memory_order_acquire);
         if (s && s->owns(weights->data)) {
-            s->on_expert(weights, expert, ith);
-            return;
+            return s->on_expert(weights, expert, ith);
         }
     }
+    return nullptr;
 }
 #endif
 
@@ -98,7 +99,16 @@ streamer::streamer(const stream_config & c, const expert_layout & L, uint8_t * m
     fstat(model_fd, &st);
     model_mtime_ns = mtime_ns(st);
 
-    mem.setup(mapping_base, layout, model_fd);
+    // Redirect when mul_mat_id can be told where an expert is (BMOE_STREAM_CANONICAL=1 forces the
+    // in-place mapping, which works without patch 0002).
+    const char * canon = std::getenv("BMOE_STREAM_CANONICAL");
+    redirect = streamer_overlap_supported() && !(canon && *canon && *canon != '0');
+    if (redirect) {
+        mem.base = mapping_base;
+        mem.page = (uint64_t) sysconf(_SC_PAGESIZE);
+    } else {
+        mem.setup(mapping_base, layout, model_fd);
+    }
     if (cfg.dense_weights == dense_weights_mode::anon) {
         dense_anon_bytes = mem.make_dense_anonymous(layout, layout.data_offset, model_fd);
     }
@@ -111,8 +121,23 @@ streamer::streamer(const stream_config & c, const expert_layout & L, uint8_t * m
     }
     std::sort(tensor_index.begin(), tensor_index.end());
 
+    if (redirect) {
+        // A slot holds every projection of one expert, each read page-rounded from its file offset.
+        std::vector<uint64_t> sub;
+        for (const auto & lt : layer_tensors) {
+            for (size_t j = 0; j < lt.size(); j++) {
+                if (j >= sub.size()) sub.resize(j + 1, 0);
+                for (int32_t e = 0; e < layout.n_expert; e++) {
+                    const slice_span sp = mem.span(*lt[j], e);
+                    sub[j] = std::max<uint64_t>(sub[j], (uint64_t) (sp.read_hi - sp.read_lo));
+                }
+            }
+        }
+        pool.init(sub, layout.n_layer * layout.n_expert);
+    }
+
     // Budget: MiB or auto, then the guard against caches that can never hit.
-    const uint64_t slot = mem.slot_bytes;
+    const uint64_t slot = redirect ? pool.slot_bytes : mem.slot_bytes;
     working_set_bytes = (uint64_t) layout.n_moe_layers() * (uint64_t) top_k * slot;
     if (cfg.cache_auto) {
         const uint64_t ceil = cfg.cache_ceil_mb ? cfg.cache_ceil_mb * MiB : layout.expert_bytes;
@@ -184,7 +209,11 @@ void streamer::set_pool_slots(int32_t n) {
         }
         free_slots.erase(std::remove_if(free_slots.begin(), free_slots.end(), [n](int32_t s) { return s >= n; }), free_slots.end());
     }
-    mem.resize_pool(n, layout);
+    if (redirect) {
+        pool.resize(n);
+    } else {
+        mem.resize_pool(n, layout);
+    }
     slot_owner.resize((size_t) n, expert_key{ -1, -1 });
     for (int32_t s = old; s < n; s++) free_slots.push_back(s);
     policy.budget = (uint64_t) n;
@@ -351,7 +380,9 @@ void streamer::evict_unit(const expert_key & v, bool deferred) {
         st.status.store(SLICE_ABSENT);
     }
     const int32_t s = unit_slot[u];
-    if (deferred) {
+    if (redirect) {
+        // Nothing is mapped per unit: the slot is simply reused.
+    } else if (deferred) {
         // The slot moves on at once (its next mapping replaces nothing of ours); the old address
         // keeps an alias until a lane releases it, unless the unit is mapped again first.
         const auto & lt = layer_tensors[(size_t) v.layer];
@@ -395,7 +426,7 @@ bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_ta
     slot_owner[(size_t) s] = key;
     const size_t u = (size_t) key.layer * layout.n_expert + key.expert;
     unit_slot[u] = s;
-    {
+    if (!redirect) {
         // Any release of this unit's old alias still queued must now leave it alone.
         std::lock_guard<std::mutex> lock(lanes->vm_mu);
         unit_gen[u]++;
@@ -405,6 +436,16 @@ bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_ta
         slice_state & st = slices[u * n_proj + j];
         st.status.store(SLICE_READING);
         read_task t;
+        if (redirect) {
+            // Same page-rounded read, into the slot (destination and file offset stay page aligned).
+            t.state    = &st;
+            t.dst      = pool.addr(s, j);
+            t.file_off = sp.read_off;
+            t.len      = (uint64_t) (sp.read_hi - sp.read_lo);
+            t.prefetch = prefetch;
+            by_proj[j].push_back(t);
+            continue;
+        }
         t.state    = &st;
         t.dst      = sp.read_lo;
         t.file_off = sp.read_off;
@@ -454,17 +495,24 @@ void streamer::prefetch_after(int32_t layer) {
     lanes->submit_all(tasks);
 }
 
-void streamer::on_expert(const ggml_tensor * weights, int32_t expert, int ith) {
+const void * streamer::on_expert(const ggml_tensor * weights, int32_t expert, int ith) {
     auto it = std::lower_bound(tensor_index.begin(), tensor_index.end(), std::make_pair((const void *) weights->data, std::make_pair(INT32_MIN, INT32_MIN)));
-    if (it == tensor_index.end() || it->first != weights->data || expert < 0 || expert >= layout.n_expert) return;
+    if (it == tensor_index.end() || it->first != weights->data || expert < 0 || expert >= layout.n_expert) return nullptr;
     const int32_t layer = it->second.first, j = it->second.second;
-    const slice_state & st = slices[((size_t) layer * layout.n_expert + expert) * n_proj + j];
+    const size_t  u     = (size_t) layer * layout.n_expert + expert;
+    const slice_state & st = slices[u * n_proj + j];
     const uint8_t s = st.status.load(std::memory_order_acquire);
-    if (s == SLICE_READY) return;
-    const double t0 = ith == 0 ? now_ms() : 0;
-    if (s == SLICE_ABSENT || !lanes->wait(st)) {
-        fail(s == SLICE_ABSENT ? "expert " + std::to_string(expert) + " of layer " + std::to_string(layer) + " was computed without being routed"
-                               : lanes->error());
+    if (s != SLICE_READY) {
+        const double t0 = ith == 0 ? now_ms() : 0;
+        if (s == SLICE_ABSENT || !lanes->wait(st)) {
+            fail(s == SLICE_ABSENT ? "expert " + std::to_string(expert) + " of layer " + std::to_string(layer) + " was computed without being routed"
+                                   : lanes->error());
+        }
+        if (ith == 0) stall_ms += now_ms() - t0;
     }
-    if (ith == 0) stall_ms += now_ms() - t0;
+    if (!redirect) return nullptr;
+    const int32_t slot = unit_slot[u];
+    if (slot < 0) return nullptr; // failed above: the graph is being aborted
+    const slice_span sp = mem.span(*layer_tensors[(size_t) layer][(size_t) j], expert);
+    return pool.addr(slot, (size_t) j) + (sp.addr - sp.read_lo);
 }

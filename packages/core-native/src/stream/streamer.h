@@ -7,6 +7,7 @@
 #include "../io/read_lanes.h"
 #include "../runtime/generator.h"
 #include "../vm/expert_memory.h"
+#include "../vm/slot_pool.h"
 #include "expert_layout.h"
 #include "stream_config.h"
 
@@ -34,8 +35,9 @@ struct streamer : decode_observer {
     // A decode holds this: contexts sharing one streamed model decode one at a time.
     std::mutex decode_mutex;
 
-    // Called from the mul_mat_id hook (any compute thread).
-    void on_expert(const ggml_tensor * weights, int32_t expert, int ith);
+    // Called from the mul_mat_id hook (any compute thread): waits for the expert when it is still
+    // being read, and returns where it is (redirect mode) or nullptr (canonical addresses).
+    const void * on_expert(const ggml_tensor * weights, int32_t expert, int ith);
     bool owns(const void * data) const { return (const uint8_t *) data >= region_lo && (const uint8_t *) data < region_hi; }
 
     stream_config   cfg;
@@ -45,6 +47,9 @@ struct streamer : decode_observer {
     int32_t         configured_slots = 0;   // units the budget buys
     uint64_t        working_set_bytes = 0;  // one token's routed experts
     std::string     warning;                // e.g. O_DIRECT refused
+    // Redirect mode (patch 0002 present): experts live in fixed slots and mul_mat_id is told where;
+    // otherwise they are mapped in place at their canonical addresses (expert_memory).
+    bool            redirect = false;
     uint64_t        dense_anon_bytes = 0;   // --dense-weights anon: bytes copied out of the mapping
 
     // Cumulative counters for the end-of-run summary.
@@ -65,6 +70,7 @@ struct streamer : decode_observer {
     uint64_t resident_bytes() const;
 
     expert_memory                                   mem;
+    slot_pool                                       pool;            // redirect mode
     std::unique_ptr<read_lanes>                     lanes;
     cache_policy                                    policy{ 0 };
     std::vector<std::vector<const expert_tensor *>> layer_tensors;   // per layer, in projection order
