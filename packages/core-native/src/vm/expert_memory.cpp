@@ -167,11 +167,13 @@ void expert_memory::map_unit(int32_t slot, const std::vector<const expert_tensor
 }
 
 uint64_t expert_memory::make_dense_anonymous(const expert_layout & L, uint64_t data_offset, int fd) {
-    // Dense page ranges: the tensor data minus the expert tensors' page ranges (set up already).
+    // Dense page ranges: the tensor data minus the pages wholly inside expert tensors. Pages an
+    // expert tensor shares with a dense neighbour are copied too: they hold dense bytes.
     std::vector<std::pair<uint64_t, uint64_t>> expert_pages;
     for (const auto & t : L.tensors) {
-        const uint64_t lo = t.file_offset & ~(page - 1);
-        const uint64_t hi = (t.file_offset + t.bytes + page - 1) & ~(page - 1);
+        const uint64_t lo = (t.file_offset + page - 1) & ~(page - 1);
+        const uint64_t hi = (t.file_offset + t.bytes) & ~(page - 1);
+        if (hi <= lo) continue;
         if (!expert_pages.empty() && lo <= expert_pages.back().second) {
             expert_pages.back().second = std::max(expert_pages.back().second, hi);
         } else {
