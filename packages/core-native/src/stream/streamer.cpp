@@ -212,7 +212,7 @@ void streamer::set_pool_slots(int32_t n) {
     if (redirect) {
         pool.resize(n);
     } else {
-        mem.resize_pool(n, layout);
+        mem.resize_pool(n);
     }
     slot_owner.resize((size_t) n, expert_key{ -1, -1 });
     for (int32_t s = old; s < n; s++) free_slots.push_back(s);

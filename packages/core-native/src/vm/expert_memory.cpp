@@ -145,25 +145,11 @@ slice_span expert_memory::span(const expert_tensor & t, int32_t expert) const {
     return s;
 }
 
-void expert_memory::resize_pool(int32_t n, const expert_layout &) {
+void expert_memory::resize_pool(int32_t n) {
     if (ftruncate(memfd, (off_t) ((uint64_t) n * slot_bytes)) != 0) {
         throw std::runtime_error(errno_str("sizing the expert cache pool"));
     }
     n_slots = n;
-}
-
-void expert_memory::map_unit(int32_t slot, const std::vector<const expert_tensor *> & layer_tensors, int32_t expert) {
-    for (size_t j = 0; j < layer_tensors.size(); j++) {
-        const slice_span s = span(*layer_tensors[j], expert);
-        const uint64_t len = (uint64_t) (s.own_hi - s.own_lo);
-        if (len == 0) continue;
-        void * p = mmap(s.own_lo, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_SHARED | MAP_POPULATE, memfd,
-                        (off_t) ((uint64_t) slot * slot_bytes + sub_off[j]));
-        if (p == MAP_FAILED) {
-            throw std::runtime_error(errno_str("mapping an expert cache slot") +
-                                     (errno == ENOMEM ? " (vm.max_map_count reached?)" : ""));
-        }
-    }
 }
 
 uint64_t expert_memory::make_dense_anonymous(const expert_layout & L, uint64_t data_offset, int fd) {

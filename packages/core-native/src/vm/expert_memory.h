@@ -46,14 +46,13 @@ struct expert_memory {
 
     // Pool of `n` slots; each holds one expert of any layer (all projections). Growing keeps
     // existing slots; shrinking requires slots >= n to be unmapped first.
-    void resize_pool(int32_t n, const expert_layout & L);
+    void resize_pool(int32_t n);
 
     // Offset in the memfd of projection `j` of slot `slot`.
     int64_t slot_offset(int32_t slot, size_t j) const { return (int64_t) ((uint64_t) slot * slot_bytes + sub_off[j]); }
 
-    // Maps slot `slot` under the interiors of `layer`'s expert `expert` (every projection).
-    void map_unit(int32_t slot, const std::vector<const expert_tensor *> & layer_tensors, int32_t expert);
-    // Returns those interiors to untouched anonymous memory (no RSS).
+    // Returns `layer`'s expert `expert` interiors to untouched anonymous memory (no RSS). Mapping a
+    // slot in is done by a read lane (read_task::map_*), next to the read it precedes.
     void unmap_unit(const std::vector<const expert_tensor *> & layer_tensors, int32_t expert);
 
     // --dense-weights anon: every non-expert page of the tensor data becomes anonymous memory
