@@ -1,30 +1,11 @@
 // llama.cpp's own tools, built by @bmoe/core-native from the same pinned source: the reference
 // that bmoe's greedy output must equal. Exported so other packages' tests can reuse them.
 import { execFile } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { llamaToolPath } from '@bmoe/core-native';
 
-/**
- * Path of a llama.cpp tool (e.g. 'llama-completion'), or null when it is not built.
- * Looks in $BMOE_LLAMA_BIN_DIR, then in packages/core-native/build/bin of the enclosing checkout.
- */
-export function findLlamaTool(name: string, from: string = dirname(fileURLToPath(import.meta.url))): string | null {
-  const candidates: string[] = [];
-  if (process.env.BMOE_LLAMA_BIN_DIR) candidates.push(join(process.env.BMOE_LLAMA_BIN_DIR, name));
-  for (let dir = resolve(from); ; dir = dirname(dir)) {
-    candidates.push(join(dir, 'packages', 'core-native', 'build', 'bin', name));
-    if (dirname(dir) === dir) break;
-  }
-  for (const c of candidates) {
-    try {
-      accessSync(c, constants.X_OK);
-      return c;
-    } catch {
-      // not here
-    }
-  }
-  return null;
+/** Path of a llama.cpp tool built by @bmoe/core-native (e.g. 'llama-completion'), or null when it is not built. */
+export function findLlamaTool(name: string): string | null {
+  return llamaToolPath(name) ?? null;
 }
 
 export interface LlamaCompletionOptions {

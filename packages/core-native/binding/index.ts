@@ -60,8 +60,11 @@ export function nativeAvailable(): boolean {
   }
 }
 
-/** Absolute path of a llama.cpp tool built from the same pinned source (tests, bench), or undefined. */
-export function llamaToolPath(name: 'llama-completion' | 'llama-quantize' | 'llama-bench'): string | undefined {
-  const p = join(pkgDir, 'build', 'bin', name);
-  return existsSync(p) ? p : undefined;
+/**
+ * Absolute path of a llama.cpp tool built from the same pinned source (tests, bench), or
+ * undefined. `BMOE_LLAMA_BIN_DIR` points at another build of them.
+ */
+export function llamaToolPath(name: string): string | undefined {
+  const dirs = [...(process.env.BMOE_LLAMA_BIN_DIR ? [process.env.BMOE_LLAMA_BIN_DIR] : []), join(pkgDir, 'build', 'bin')];
+  return dirs.map((d) => join(d, name)).find((p) => existsSync(p));
 }
