@@ -100,22 +100,51 @@ export function dropCaches(): void {
   }
 }
 
+/** Optional hooks of a run: live output, the child's pid, and cancellation. */
+export interface RunHooks {
+  /** Each chunk of stdout as it arrives. */
+  onStdout?: (chunk: string) => void;
+  /** Each chunk of stderr as it arrives. */
+  onStderr?: (chunk: string) => void;
+  /** Called once with the process id (the command's own: the shell execs it). */
+  onSpawn?: (pid: number) => void;
+  /** Aborting interrupts the process (SIGINT, as Ctrl-C: `bmoe run` then discards its partial CSV), SIGKILL after 5 s. */
+  signal?: AbortSignal;
+}
+
 /** Runs argv (inside `cg` when given) and collects its output. */
-export function runInCgroup(argv: string[], cg: MemoryCgroup | null, timeoutMs: number): Promise<CgroupRun> {
+export function runInCgroup(argv: string[], cg: MemoryCgroup | null, timeoutMs: number, hooks: RunHooks = {}): Promise<CgroupRun> {
   if (cg) resetPeak(cg);
   const ooms0 = cg ? oomEvents(cg) : 0;
   // The shell joins the cgroup, then becomes the command: nothing else is charged to it.
   const script = cg ? `echo $$ > '${join(cg.dir, 'cgroup.procs')}' && exec "$@"` : 'exec "$@"';
   return new Promise((resolve, reject) => {
     const child = spawn('sh', ['-c', script, 'sh', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
+    if (child.pid !== undefined) hooks.onSpawn?.(child.pid);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.on('data', (d: Buffer) => {
+      const s = d.toString();
+      stdout += s;
+      hooks.onStdout?.(s);
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      const s = d.toString();
+      stderr += s;
+      hooks.onStderr?.(s);
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    let killTimer: NodeJS.Timeout | undefined;
+    const onAbort = (): void => {
+      child.kill('SIGINT');
+      killTimer = setTimeout(() => child.kill('SIGKILL'), 5000);
+    };
+    hooks.signal?.addEventListener('abort', onAbort, { once: true });
     child.on('error', reject);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      if (killTimer) clearTimeout(killTimer);
+      hooks.signal?.removeEventListener('abort', onAbort);
       resolve({ code, signal, stdout, stderr, peakBytes: cg ? readPeak(cg) : null, oomKilled: cg ? oomEvents(cg) > ooms0 : false });
     });
   });

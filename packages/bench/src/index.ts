@@ -1,3 +1,24 @@
-// @bmoe/bench: benchmark runners. The CLI is `bmoe-bench` (src/bin.ts).
-export { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, CgroupError, type CgroupRun, type MemoryCgroup } from './cgroup.js';
+// @bmoe/bench: benchmark runners. The CLI is `bmoe-bench` (src/bin.ts); `bmoe bench` registers the
+// same commands through registerBenchCommands.
+export { registerBenchCommands, type BenchCommandOptions } from './commands.js';
+export { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, CgroupError, type CgroupRun, type MemoryCgroup, type RunHooks } from './cgroup.js';
+export {
+  BUILTIN_SETS,
+  ConfigError,
+  DEFAULT_BENCH_MODEL,
+  loadConfigSet,
+  modelSlug,
+  parseConfigSet,
+  resolveFlags,
+  rowStem,
+  specCachePercent,
+  SPEC_QWEN_EXPERT_BYTES,
+  type BenchConfig,
+  type ConfigTool,
+} from './configs.js';
+export { defaultBmoeCommand, parsePeerRate, readRowRecord, runMatrix, type MatrixOptions, type MatrixProgress, type MatrixResult } from './matrix.js';
+export { AnalyzeError, analyzeRow, loadMatrixDir, summaryMarkdown, type AnalyzedRow, type LoadedRow, type SummaryOptions } from './analyze.js';
+export { readVsHitSpec, renderPng, renderSvg, throughputSpec, timelineSpec, warmupSpec, writePlots } from './plots.js';
+export { foldPressure, readProcessPeakRss, startPressureSampler, type PressureSample, type PressureSampler } from './pressure.js';
+export { calibrate, calibrationReport, hitError, refineCandidates, SPEC_HIT_POINTS, type CalibrateOptions, type CalibrationPoint, type CalibrationResult } from './calibrate.js';
 export { fullHitRatio, runTargets, targetRows, targetsReport, type RowResult, type TargetsOptions } from './targets.js';

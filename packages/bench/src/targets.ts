@@ -2,8 +2,7 @@
 // its own `bmoe run --json` process (inside a memory cgroup when the row is limited), with the page
 // cache dropped before it; the disk's O_DIRECT ceiling is measured in the same run. Prints a
 // markdown table and each target as a ratio with pass/miss.
-import { fileURLToPath } from 'node:url';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { loadBinding, llamaToolPath } from '@bmoe/core-native';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +24,8 @@ export interface TargetsOptions {
   lanes: number;
   dropCaches: boolean;
   prompt: string;
+  /** argv prefix that runs `bmoe` (see defaultBmoeCommand). */
+  bmoe: string[];
   log: (line: string) => void;
 }
 
@@ -51,8 +52,6 @@ export interface RowResult {
   /** Per-token records (rows with `csv`). */
   tokens?: TokenMetrics[];
 }
-
-const cliBin = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'cli', 'dist', 'bin.js');
 
 export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number): Row[] {
   const s = ['--moe-stream', '--io-threads', String(lanes)];
@@ -101,7 +100,7 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
       const csvPath = join(csvDir, `row-${results.length}.csv`);
       const argv = row.peer
         ? [llamaToolPath('llama-completion') ?? 'llama-completion', '-m', o.model, '-p', o.prompt, '-n', String(o.n), '-no-cnv', '--temp', '0', '-t', String(o.threads), '-nr', '--no-warmup']
-        : [process.execPath, cliBin, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...row.args, ...(row.csv ? ['--csv', csvPath] : [])];
+        : [...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...row.args, ...(row.csv ? ['--csv', csvPath] : [])];
       const r = await runInCgroup(argv, row.limited ? cg : null, 30 * 60_000);
       const res: RowResult = { name: row.name, limited: row.limited, ok: false, cgroupPeakBytes: row.limited ? r.peakBytes : null };
       if (r.oomKilled || r.code !== 0) {

@@ -1,5 +1,10 @@
 // The memory cgroup runner against the real kernel: a limit is enforced (a process that outgrows
 // it is OOM-killed and reported so), the peak is read back, and a process within it runs normally.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CgroupError, createMemoryCgroup, removeCgroup, runInCgroup } from '../src/cgroup.js';
 
@@ -39,5 +44,32 @@ describe.skipIf(isRoot)('memory cgroup runner (not root)', () => {
   it('refuses with a clear message instead of running unlimited', () => {
     expect(() => createMemoryCgroup(96 * MiB)).toThrow(CgroupError);
     expect(() => createMemoryCgroup(96 * MiB)).toThrow(/refusing to run without the limit|no cgroup memory controller/);
+  });
+});
+
+// As root, the refusal is shown by running the bench as an unprivileged user (nobody).
+const hasSetpriv = spawnSync('setpriv', ['--version']).status === 0;
+describe.runIf(isRoot && hasSetpriv)('bmoe-bench as an unprivileged user', () => {
+  const bench = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+  const asNobody = (args: string[]) =>
+    spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, bench, ...args], { encoding: 'utf8', timeout: 60_000 });
+
+  it('refuses --mem-limit and --drop-caches with one line and exit 2, running nothing', () => {
+    const out = mkdtempSync(join(tmpdir(), 'bmoe-nobody-'));
+    chmodSync(out, 0o777);
+    try {
+      // the model is never opened: the refusal comes first
+      const a = asNobody(['matrix', '--model', '/dev/null', '--mem-limit', '1', '--out', out, '--no-progress']);
+      expect(a.status).toBe(2);
+      expect(a.stderr.trim().split('\n')).toHaveLength(1);
+      expect(a.stderr).toMatch(/^bmoe-bench: error: cannot create a memory cgroup at .* \(EACCES\): run as root or in a delegated cgroup; refusing to run without the limit/);
+      const b = asNobody(['matrix', '--model', '/dev/null', '--drop-caches', '--out', out, '--no-progress']);
+      expect(b.status).toBe(2);
+      expect(b.stderr).toMatch(/^bmoe-bench: error: cannot drop the page cache \(EACCES\): run as root or leave out --drop-caches/);
+      expect(readdirSync(out).filter((f) => f.endsWith('.metrics.json'))).toEqual([]);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+    expect(existsSync(out)).toBe(false);
   });
 });

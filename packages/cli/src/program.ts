@@ -3,6 +3,7 @@
 import { createRequire } from 'node:module';
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
+import { registerBench } from './commands/bench.js';
 import { registerDemo } from './commands/demo.js';
 import { registerInfo } from './commands/info.js';
 import { registerMakeModel } from './commands/make-model.js';
@@ -15,10 +16,13 @@ export function buildProgram(ctx: CliContext): Command {
     .description('expert-streaming inference for Mixture-of-Experts GGUF models larger than RAM')
     .version(pkg.version, '-V, --version')
     .exitOverride()
-    .showSuggestionAfterError(true);
+    .showSuggestionAfterError(true)
+    // `bmoe bench ...` hands everything after `bench` to the bench's own parser.
+    .enablePositionalOptions();
   registerRun(program, ctx);
   registerInfo(program, ctx);
   registerMakeModel(program, ctx);
   registerDemo(program, ctx);
+  registerBench(program, ctx);
   return program;
 }

@@ -33,3 +33,4 @@ export {
 } from './metrics/lines.js';
 export { PROMETHEUS_METRICS, prometheusUpdates, type PrometheusMetric } from './metrics/prometheus.js';
 export { BmoeError } from './errors.js';
+export { benchRowSchema, devicePressureSchema, type BenchRow, type DevicePressure } from './metrics/bench.js';

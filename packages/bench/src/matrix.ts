@@ -1,0 +1,336 @@
+// `bmoe-bench matrix`: every model × every config row, each row its own process (`bmoe run` with
+// the row's fixed flag string, or llama.cpp's own tool for a peer row), optionally inside a memory
+// cgroup with the page cache dropped first. Per row it writes `<model>__<config>.csv` (per-token
+// metrics), `.log` (the process's stderr, end-of-run lines included) and, last, `.metrics.json`
+// (the schema's BenchRow). Every file is written under a temporary name and renamed into place,
+// and `.metrics.json` is the row's completion mark: a rerun skips rows that have it, an
+// interrupted run leaves only complete rows behind.
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { cpus, release, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { llamaToolPath } from '@bmoe/core-native';
+import {
+  benchRowSchema,
+  inspectModel,
+  parseMetricsCsv,
+  readDeviceSensors,
+  runSummarySchema,
+  type BenchRow,
+  type ModelHeaderInfo,
+  type RunSummary,
+  type TokenMetrics,
+} from '@bmoe/engine';
+import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type CgroupRun, type MemoryCgroup } from './cgroup.js';
+import { resolveFlags, rowStem, type BenchConfig } from './configs.js';
+import { foldPressure, startPressureSampler, type PressureSample } from './pressure.js';
+
+export interface MatrixOptions {
+  /** GGUF files; each runs every config. */
+  models: string[];
+  configs: BenchConfig[];
+  /** Output directory (created). */
+  out: string;
+  /** Tokens per row. Default 256 (the spec's). */
+  n: number;
+  /** Compute threads per row. */
+  threads: number;
+  prompt: string;
+  /** Memory cgroup limit for every row, bytes; null = no limit. */
+  memLimitBytes: number | null;
+  /** Seconds to wait between rows (thermal baseline). Default 0. */
+  cooldownSeconds: number;
+  /** Drop the page cache before each row (root). */
+  dropCaches: boolean;
+  /** Rerun rows whose record says they failed. Default false. */
+  retryFailed: boolean;
+  /** argv prefix that runs the bmoe CLI. Default: {@link defaultBmoeCommand}. */
+  bmoe?: string[];
+  /** Per-row timeout, ms. Default 2 h. */
+  rowTimeoutMs?: number;
+  signal?: AbortSignal;
+  /** Progress callbacks (the CLI draws bars from them). */
+  progress?: MatrixProgress;
+}
+
+export interface MatrixProgress {
+  rowStart(index: number, total: number, stem: string, n: number): void;
+  token(index: number): void;
+  rowEnd(stem: string, row: BenchRow | null, skipped: boolean): void;
+  log(line: string): void;
+}
+
+export interface MatrixResult {
+  /** Stems of the rows run now. */
+  ran: string[];
+  /** Stems skipped because a complete record was already there. */
+  skipped: string[];
+  /** Stems that failed (record written with status ≠ ok). */
+  failed: string[];
+  interrupted: boolean;
+}
+
+export class MatrixInterrupted extends Error {}
+
+/**
+ * How the bench runs `bmoe`: the installed `@bmoe/cli` if it resolves from here, else the
+ * workspace sibling (`packages/cli/dist/bin.js`).
+ */
+export function defaultBmoeCommand(): string[] {
+  try {
+    const pkgPath = createRequire(import.meta.url).resolve('@bmoe/cli/package.json');
+    const pkg = JSON.parse(readFileSync(pkgPath, 'utf8')) as { bin?: Record<string, string> };
+    const bin = pkg.bin?.bmoe;
+    if (bin) return [process.execPath, join(dirname(pkgPath), bin)];
+  } catch {
+    // not installed beside the bench: the workspace layout below
+  }
+  return [process.execPath, resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'cli', 'dist', 'bin.js')];
+}
+
+const writeAtomic = (path: string, data: string): void => {
+  writeFileSync(`${path}.part`, data);
+  renameSync(`${path}.part`, path);
+};
+
+/** A complete record of `stem` in `dir`, or null (absent, unreadable or from an older schema). */
+export function readRowRecord(dir: string, stem: string): BenchRow | null {
+  try {
+    const r = benchRowSchema.safeParse(JSON.parse(readFileSync(join(dir, `${stem}.metrics.json`), 'utf8')));
+    return r.success ? r.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Leftovers of an interrupted row (`.part`, `.partial`): never read, removed before a rerun. */
+function removeLeftovers(dir: string, stem: string): void {
+  for (const f of readdirSync(dir)) {
+    if (f.startsWith(`${stem}.`) && (f.endsWith('.part') || f.endsWith('.partial'))) rmSync(join(dir, f), { force: true });
+  }
+}
+
+function machine(): BenchRow['machine'] {
+  return {
+    platform: process.platform,
+    arch: process.arch,
+    cpus: Math.max(1, cpus().length),
+    memTotalBytes: readDeviceSensors().memTotalBytes ?? totalmem(),
+    kernel: release(),
+  };
+}
+
+interface DoneEvent {
+  summary: RunSummary;
+  load: { readBytes: number | null };
+}
+
+function parseDone(stdout: string): DoneEvent | null {
+  const lines = stdout.trim().split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const line = lines[i];
+    if (!line?.startsWith('{')) continue;
+    try {
+      const ev = JSON.parse(line) as { type?: string; summary?: unknown; load?: { readBytes: number | null } };
+      if (ev.type !== 'done') continue;
+      const s = runSummarySchema.safeParse(ev.summary);
+      if (s.success) return { summary: s.data, load: { readBytes: ev.load?.readBytes ?? null } };
+    } catch {
+      // a text line that starts with "{": not ours
+    }
+  }
+  return null;
+}
+
+/** llama.cpp's `eval time = X ms / N runs` line → tokens per second. */
+export function parsePeerRate(stderr: string): number | null {
+  const m = /eval time =\s+([\d.]+) ms \/\s+(\d+) runs/.exec(stderr);
+  return m ? (Number(m[2]) * 1000) / Number(m[1]) : null;
+}
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((res) => {
+    if (signal?.aborted) return res();
+    const t = setTimeout(res, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      res();
+    }, { once: true });
+  });
+
+/** Runs the matrix. Throws CgroupError where a limit or a cache drop is asked for but not permitted. */
+export async function runMatrix(o: MatrixOptions): Promise<MatrixResult> {
+  mkdirSync(o.out, { recursive: true });
+  const bmoe = o.bmoe ?? defaultBmoeCommand();
+  const result: MatrixResult = { ran: [], skipped: [], failed: [], interrupted: false };
+  const log = (l: string): void => o.progress?.log(l);
+
+  // Refuse up front (before any row) when the limit or the cache drop cannot be honoured.
+  if (o.dropCaches) dropCaches();
+  let cg: MemoryCgroup | null = o.memLimitBytes !== null ? createMemoryCgroup(o.memLimitBytes) : null;
+
+  const headers = new Map<string, ModelHeaderInfo>();
+  for (const m of o.models) headers.set(m, await inspectModel(m));
+  const plan = o.models.flatMap((m) => o.configs.map((c) => ({ model: m, config: c, stem: rowStem(m, c.id) })));
+  const mach = machine();
+  let first = true;
+  try {
+    for (const [i, { model, config, stem }] of plan.entries()) {
+      if (o.signal?.aborted) break;
+      const header = headers.get(model);
+      if (!header) throw new Error(`no header for ${model}`);
+      const existing = readRowRecord(o.out, stem);
+      if (existing && (existing.status === 'ok' || !o.retryFailed)) {
+        result.skipped.push(stem);
+        o.progress?.rowEnd(stem, existing, true);
+        continue;
+      }
+      removeLeftovers(o.out, stem);
+      if (!first && o.cooldownSeconds > 0) {
+        log(`cooldown ${o.cooldownSeconds} s`);
+        await sleep(o.cooldownSeconds * 1000, o.signal);
+        if (o.signal?.aborted) break;
+      }
+      first = false;
+      if (o.dropCaches) dropCaches();
+      // A fresh cgroup per row: its peak and OOM counters then describe this row alone.
+      if (cg) {
+        removeCgroup(cg);
+        cg = createMemoryCgroup(cg.limitBytes);
+      }
+      o.progress?.rowStart(i, plan.length, stem, o.n);
+      const row = await runRow({ ...o, bmoe }, model, header, config, stem, cg, mach);
+      if (row === null) {
+        result.interrupted = true;
+        removeLeftovers(o.out, stem);
+        break;
+      }
+      result.ran.push(stem);
+      if (row.status !== 'ok') result.failed.push(stem);
+      o.progress?.rowEnd(stem, row, false);
+    }
+  } finally {
+    if (cg) removeCgroup(cg);
+  }
+  result.interrupted ||= o.signal?.aborted ?? false;
+  return result;
+}
+
+/** One row; null when interrupted (nothing is left behind). */
+async function runRow(
+  o: MatrixOptions & { bmoe: string[] },
+  model: string,
+  header: ModelHeaderInfo,
+  config: BenchConfig,
+  stem: string,
+  cg: MemoryCgroup | null,
+  mach: BenchRow['machine'],
+): Promise<BenchRow | null> {
+  const where = `config ${config.id}`;
+  const flags = resolveFlags(config.flags, header.expertBytes, where);
+  const csvPath = join(o.out, `${stem}.csv`);
+  const csvPart = `${csvPath}.part`;
+  const peer = config.tool === 'llama-completion';
+  let argv: string[];
+  if (peer) {
+    const tool = llamaToolPath('llama-completion');
+    if (!tool) throw new Error("llama.cpp's llama-completion is not built (packages/core-native/build/bin): run the setup first");
+    argv = [tool, '-m', model, '-p', o.prompt, '-n', String(o.n), '-no-cnv', '--temp', '0', '-t', String(o.threads), '--no-warmup', ...flags];
+  } else {
+    argv = [...o.bmoe, 'run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', '--csv', csvPart, ...flags];
+  }
+
+  const startedAt = new Date().toISOString();
+  const sampler = startPressureSampler();
+  let pending = '';
+  const onStdout = (chunk: string): void => {
+    pending += chunk;
+    let nl: number;
+    while ((nl = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      if (line.startsWith('{"type":"token"')) {
+        const m = /"index":(\d+)/.exec(line);
+        if (m) o.progress?.token(Number(m[1]));
+      }
+    }
+  };
+  let run: CgroupRun;
+  let samples: PressureSample[] = [];
+  try {
+    run = await runInCgroup(argv, cg, o.rowTimeoutMs ?? 2 * 3600_000, {
+      onStdout,
+      onSpawn: (pid) => sampler.attach(pid),
+      signal: o.signal,
+    });
+  } finally {
+    samples = await sampler.stop();
+  }
+  if (o.signal?.aborted) return null;
+
+  let tokens: TokenMetrics[] = [];
+  let summary: RunSummary | null = null;
+  let loadReadBytes: number | null = null;
+  let peerRate: number | null = null;
+  let status: BenchRow['status'] = 'ok';
+  let error: string | null = null;
+  const lastErr = run.stderr.trim().split('\n').filter((l) => l.trim()).pop() ?? '';
+  if (run.oomKilled) {
+    status = 'oom-killed';
+    error = `killed by the OOM killer inside the ${((cg?.limitBytes ?? 0) / 2 ** 30).toFixed(2)} GiB memory limit`;
+  } else if (run.code !== 0) {
+    status = 'failed';
+    error = `exit ${run.code ?? run.signal}: ${lastErr}`;
+  } else if (peer) {
+    peerRate = parsePeerRate(run.stderr);
+    if (peerRate === null) {
+      status = 'failed';
+      error = "no 'eval time' line in llama-completion's output";
+    }
+  } else {
+    const done = parseDone(run.stdout);
+    if (!done) {
+      status = 'failed';
+      error = 'no done event in bmoe run --json output';
+    } else {
+      tokens = parseMetricsCsv(readFileSync(csvPart, 'utf8'), csvPart);
+      summary = done.summary;
+      loadReadBytes = done.load.readBytes;
+    }
+  }
+  const row: BenchRow = {
+    schema: 'bmoe.bench.row/1',
+    model: {
+      name: stem.slice(0, stem.length - config.id.length - 2),
+      path: resolve(model),
+      fileBytes: statSync(model).size,
+      denseBytes: header.denseBytes,
+      expertBytes: header.expertBytes,
+      workingSetBytes: header.workingSetBytes,
+    },
+    config: { id: config.id, label: config.label, flags: config.flags, resolvedFlags: flags, tool: config.tool },
+    argv,
+    nPredict: o.n,
+    prompt: o.prompt,
+    threads: o.threads,
+    memLimitBytes: cg?.limitBytes ?? null,
+    dropCaches: o.dropCaches,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    status,
+    error,
+    summary,
+    peerTokensPerSecond: peerRate,
+    loadReadBytes,
+    pressure: foldPressure(sampler.start, samples, tokens, run.peakBytes),
+    machine: mach,
+  };
+  // Files in order: CSV, log, then the record that marks the row complete.
+  if (status === 'ok' && !peer) renameSync(csvPart, csvPath);
+  else rmSync(csvPart, { force: true });
+  rmSync(`${csvPart}.partial`, { force: true });
+  writeAtomic(join(o.out, `${stem}.log`), run.stderr);
+  writeAtomic(join(o.out, `${stem}.metrics.json`), `${JSON.stringify(benchRowSchema.parse(row), null, 2)}\n`);
+  return row;
+}
