@@ -1,53 +1,124 @@
-// Loads the native addon. Order: BMOE_NATIVE_PATH (a .node file you built), this package's own
-// build (build/Release/bmoe.node, in a source checkout), then the prebuilt platform package.
-// When nothing loads, the error lists every candidate and why it failed.
+// Loads the native addon. Order (binding/select.ts): BMOE_NATIVE_PATH (a .node file you built,
+// then the only candidate); else this checkout's build (build/Release/bmoe.node), the prebuilt
+// platform package (@bmoe/core-native-linux-x64-gnu, -linux-arm64-gnu, -android-arm64), and the
+// wasm32-wasi package as the fallback. BMOE_FORCE_WASM=1 loads only the wasm build. When nothing
+// loads, the one-line error lists every candidate and why it failed.
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NativeBinding } from './types.js';
+import { ENV_FORCE_WASM, envFlag, isWasmCandidate, platformPackageName as packageFor, selectCandidates, type LoaderHost } from './select.js';
 
 export type * from './types.js';
+export {
+  ENV_FORCE_WASM,
+  ENV_NATIVE_PATH,
+  PREBUILT_TARGETS,
+  WASM_PACKAGE,
+  isWasmCandidate,
+  platformTarget,
+  selectCandidates,
+  type LoaderHost,
+  type LocalBuilds,
+  type PrebuiltTarget,
+} from './select.js';
 
 const require = createRequire(import.meta.url);
 const pkgDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-let cached: NativeBinding | undefined;
+/** Which candidate loaded, and what was tried before it. */
+export interface BindingSource {
+  /** The file path or package name that loaded. */
+  candidate: string;
+  /** The resolved file that was loaded. */
+  file: string;
+  /** True for the wasm32-wasi build. */
+  wasm: boolean;
+  /** Earlier candidates and why each failed ("<candidate>: <reason>"). */
+  failed: string[];
+}
+
+let cached: { binding: NativeBinding; source: BindingSource } | undefined;
+
+function hostLibc(): 'glibc' | 'musl' {
+  if (process.platform !== 'linux') return 'glibc';
+  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
+  return report?.header?.glibcVersionRuntime ? 'glibc' : 'musl';
+}
+
+/** This process as a LoaderHost. */
+export function currentHost(): LoaderHost {
+  return { platform: process.platform, arch: process.arch, libc: hostLibc(), env: process.env };
+}
 
 /** The platform package name napi-rs style: @bmoe/core-native-<platform>-<arch>[-<abi>]. */
 export function platformPackageName(platform: string = process.platform, arch: string = process.arch): string {
-  if (platform === 'linux') return `@bmoe/core-native-linux-${arch}-gnu`;
-  return `@bmoe/core-native-${platform}-${arch}`;
+  return packageFor({ platform, arch, libc: platform === process.platform ? hostLibc() : 'glibc' });
 }
 
-/** Where the binding will be looked for, in order. */
-export function bindingCandidates(): string[] {
-  // An explicit override is the only candidate: silently using another binary would hide its failure.
-  if (process.env.BMOE_NATIVE_PATH) return [process.env.BMOE_NATIVE_PATH];
-  const out: string[] = [];
-  out.push(join(pkgDir, 'build', 'Release', 'bmoe.node'));
-  out.push(platformPackageName());
-  return out;
+/** Where the binding will be looked for, in order (this process, this package). */
+export function bindingCandidates(host: LoaderHost = currentHost()): string[] {
+  const wasmGlue = join(pkgDir, 'npm', 'wasm32-wasi', 'bmoe.wasi.cjs');
+  return selectCandidates(host, {
+    nativeFile: join(pkgDir, 'build', 'Release', 'bmoe.node'),
+    wasmFile: existsSync(join(pkgDir, 'npm', 'wasm32-wasi', 'bmoe.wasm32-wasi.wasm')) ? wasmGlue : undefined,
+  });
 }
 
-export function loadBinding(): NativeBinding {
-  if (cached) return cached;
-  const tried: string[] = [];
-  for (const candidate of bindingCandidates()) {
-    const isFile = candidate.endsWith('.node');
+function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '';
+}
+
+/**
+ * Tries `candidates` in order (files by path, packages by name) and returns the first that loads,
+ * with what failed before it; throws one line naming every candidate and its failure.
+ */
+export function loadFirst(candidates: readonly string[]): { binding: NativeBinding; source: BindingSource } {
+  const failed: string[] = [];
+  for (const candidate of candidates) {
+    const isFile = isAbsolute(candidate);
     if (isFile && !existsSync(candidate)) {
-      tried.push(`${candidate}: not built`);
+      failed.push(`${candidate}: not built`);
+      continue;
+    }
+    let file: string;
+    try {
+      file = isFile ? candidate : require.resolve(candidate);
+    } catch {
+      failed.push(`${candidate}: not installed`);
       continue;
     }
     try {
-      cached = require(candidate) as NativeBinding;
-      return cached;
+      const binding = require(file) as NativeBinding;
+      return { binding, source: { candidate, file, wasm: isWasmCandidate(candidate), failed } };
     } catch (e) {
-      const msg = e instanceof Error ? e.message.split('\n')[0] : String(e);
-      tried.push(`${candidate}: ${msg}`);
+      failed.push(`${candidate}: ${firstLine(e)}`);
     }
   }
-  throw new Error(`no bmoe native binary could be loaded (${tried.join('; ')})`);
+  throw new Error(`no bmoe native binary could be loaded (${failed.join('; ')})`);
+}
+
+export function loadBinding(): NativeBinding {
+  if (cached) return cached.binding;
+  const host = currentHost();
+  cached = loadFirst(bindingCandidates(host));
+  const { source } = cached;
+  if (source.wasm && !envFlag(host.env[ENV_FORCE_WASM])) {
+    process.emitWarning(
+      `no native binary loaded for ${packageFor(host)} (${source.failed.join('; ')}); using the wasm32-wasi build: ` +
+        'several times slower, one thread, resident models under 4 GiB only, no expert streaming',
+      { code: 'BMOE_WASM_FALLBACK' },
+    );
+  }
+  return cached.binding;
+}
+
+/** Which binary loadBinding() loaded (loads it if needed). */
+export function bindingSource(): BindingSource {
+  loadBinding();
+  if (!cached) throw new Error('unreachable: loadBinding() returned without a binding');
+  return cached.source;
 }
 
 /** True when a native binary loads on this machine. */
@@ -62,7 +133,9 @@ export function nativeAvailable(): boolean {
 
 /**
  * Absolute path of a llama.cpp tool built from the same pinned source (tests, bench), or
- * undefined. `BMOE_LLAMA_BIN_DIR` points at another build of them.
+ * undefined. `BMOE_LLAMA_BIN_DIR` points at another build of them. The prebuilt platform packages
+ * ship bmoe.node alone: the engine needs nothing else; these tools only serve tests and the bench
+ * in a source checkout.
  */
 export function llamaToolPath(name: string): string | undefined {
   const dirs = [...(process.env.BMOE_LLAMA_BIN_DIR ? [process.env.BMOE_LLAMA_BIN_DIR] : []), join(pkgDir, 'build', 'bin')];

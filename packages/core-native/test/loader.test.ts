@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bindingCandidates, llamaToolPath, loadBinding } from '../binding/index.js';
+import { bindingCandidates, bindingSource, llamaToolPath, loadBinding, loadFirst } from '../binding/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bmoe-loader-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -30,14 +30,56 @@ describe('native loader', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
-  it('lists the override alone, else the local build then the platform package', () => {
+  it('lists the override alone, else the local build, the platform package, then the wasm fallback', () => {
     const saved = process.env.BMOE_NATIVE_PATH;
     delete process.env.BMOE_NATIVE_PATH;
-    expect(bindingCandidates()).toEqual([expect.stringMatching(/build\/Release\/bmoe\.node$/), '@bmoe/core-native-linux-x64-gnu']);
+    expect(bindingCandidates()).toEqual([
+      expect.stringMatching(/build\/Release\/bmoe\.node$/),
+      '@bmoe/core-native-linux-x64-gnu',
+      '@bmoe/core-native-wasm32-wasi',
+    ]);
     process.env.BMOE_NATIVE_PATH = '/x/y.node';
     expect(bindingCandidates()).toEqual(['/x/y.node']);
     if (saved === undefined) delete process.env.BMOE_NATIVE_PATH;
     else process.env.BMOE_NATIVE_PATH = saved;
+  });
+
+  it('loads the local build in a checkout and says so', () => {
+    const src = bindingSource();
+    expect(src.wasm).toBe(false);
+    expect(src.file).toMatch(/build\/Release\/bmoe\.node$/);
+  });
+
+  it('skips what fails and says why: not built, not installed, not loadable', () => {
+    const bogus = join(dir, 'bogus2.node');
+    writeFileSync(bogus, 'not an ELF file');
+    const missing = join(dir, 'missing.node');
+    const real = bindingSource().file;
+    const { binding, source } = loadFirst([missing, '@bmoe/core-native-linux-riscv64-gnu', bogus, real]);
+    expect(binding.buildInfo().llamaCommit).toBe(pinned);
+    expect(source.candidate).toBe(real);
+    expect(source.failed).toEqual([
+      `${missing}: not built`,
+      '@bmoe/core-native-linux-riscv64-gnu: not installed',
+      expect.stringMatching(new RegExp(`^${bogus.replace(/[.]/g, '\\.')}: .*(invalid ELF header|too short)`)),
+    ]);
+    expect(() => loadFirst([missing, '@bmoe/core-native-wasm32-wasi'])).toThrow(
+      `no bmoe native binary could be loaded (${missing}: not built; @bmoe/core-native-wasm32-wasi: not installed)`,
+    );
+  });
+
+  it('with the wasm build forced, loads only a wasm build (or names only wasm candidates)', () => {
+    const script = `import('${join(import.meta.dirname, '..', 'dist', 'index.js')}').then(m => console.log(JSON.stringify(m.bindingSource()))).catch(e => { console.error(e.message); process.exit(3); })`;
+    const env: Record<string, string | undefined> = { ...process.env, BMOE_FORCE_WASM: '1' };
+    delete env.BMOE_NATIVE_PATH;
+    const r = spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8' });
+    if (r.status === 0) {
+      expect(JSON.parse(r.stdout)).toMatchObject({ wasm: true });
+    } else {
+      expect(r.status).toBe(3);
+      expect(r.stderr).toContain('@bmoe/core-native-wasm32-wasi');
+      expect(r.stderr).not.toContain('bmoe.node');
+    }
   });
 
   it('measures a read ceiling with O_DIRECT over a real file', () => {

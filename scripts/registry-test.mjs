@@ -1,0 +1,211 @@
+#!/usr/bin/env node
+// Install proof from a real registry: starts Verdaccio on loopback with a throwaway storage,
+// publishes every package (scripts/release.mjs: `pnpm pack` tarballs, dependency order), then in an
+// empty folder whose PATH holds only node/npm/npx (no cc, c++, gcc, g++, clang, cmake, make):
+//   npm install @bmoe/engine @bmoe/cli     -> the prebuilt @bmoe/core-native-linux-x64-gnu is used
+//   npx @bmoe/cli info <tiny fixture>
+//   npx @bmoe/cli run  <tiny fixture>      -> the same greedy tokens as this checkout's build
+//   (when the wasm32-wasi package was built) BMOE_FORCE_WASM=1 ... run -> the same tokens again
+//
+// Needs: `npm test`'s build (dist/, build/Release) and the prebuilt
+// (node packages/core-native/scripts/build-target.mjs linux-x64-gnu). Run by .ci/run.
+// Verdaccio proxies third-party packages (zod, commander, ...) from the configured npm registry;
+// @bmoe/* are served only from what this run published.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { packAll, publishAll } from './release.mjs';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(join(root, 'package.json'));
+const cli = join(root, 'packages', 'cli', 'dist', 'bin.js');
+const PROMPT = 'Once upon a time the mother looked at the birds';
+const N = 24;
+const TOOLS = ['cc', 'c++', 'gcc', 'g++', 'clang', 'clang++', 'cmake', 'make', 'ninja'];
+
+const results = [];
+function check(name, ok, detail = '') {
+  results.push({ name, ok });
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
+}
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.on('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+async function waitFor(url, ms) {
+  const until = Date.now() + ms;
+  for (;;) {
+    try {
+      const r = await fetch(url);
+      if (r.ok) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > until) throw new Error(`${url}: no answer within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 600_000, ...opts });
+  if (r.error) throw new Error(`${cmd} ${args.join(' ')}: ${r.error.message}`);
+  return r;
+}
+
+function mustRun(cmd, args, opts = {}) {
+  const r = run(cmd, args, opts);
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: exit ${r.status ?? r.signal}\n${r.stderr?.slice(-2000)}`);
+  return r;
+}
+
+/** Token ids and text of a `bmoe run --json` output. */
+function tokensOf(stdout) {
+  const events = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.type === 'token');
+  return { ids: events.map((e) => e.token), text: events.map((e) => e.text).join('') };
+}
+
+async function main() {
+  const prebuilt = join(root, 'packages', 'core-native', 'npm', 'linux-x64-gnu', 'bmoe.linux-x64-gnu.node');
+  if (!existsSync(prebuilt)) {
+    throw new Error(`${prebuilt}: not built; run node packages/core-native/scripts/build-target.mjs linux-x64-gnu`);
+  }
+  if (!existsSync(cli)) throw new Error(`${cli}: not built; run npm test (or npm run build) first`);
+  const tmp = mkdtempSync(join(tmpdir(), 'bmoe-registry-'));
+  let verdaccio;
+  try {
+    // 1. Verdaccio on loopback, its own storage and users.
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}/`;
+    const upstream = run('npm', ['config', 'get', 'registry']).stdout.trim() || 'https://registry.npmjs.org/';
+    writeFileSync(join(tmp, 'config.yaml'), [
+      `storage: ${join(tmp, 'storage')}`,
+      'auth:', '  htpasswd:', `    file: ${join(tmp, 'htpasswd')}`, '    max_users: 10',
+      'uplinks:', '  npmjs:', `    url: ${upstream}`, '    timeout: 60s',
+      'packages:',
+      "  '@bmoe/*':", '    access: $all', '    publish: $authenticated',
+      "  '**':", '    access: $all', '    publish: $authenticated', '    proxy: npmjs',
+      'log: { type: stdout, format: pretty, level: warn }',
+      '',
+    ].join('\n'));
+    const bin = join(dirname(require.resolve('verdaccio/package.json')), 'bin', 'verdaccio');
+    verdaccio = spawn(process.execPath, [bin, '--config', join(tmp, 'config.yaml'), '--listen', `127.0.0.1:${port}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let vlog = '';
+    verdaccio.stdout.on('data', (d) => (vlog += d));
+    verdaccio.stderr.on('data', (d) => (vlog += d));
+    await waitFor(`${url}-/ping`, 60_000).catch((e) => {
+      throw new Error(`${e.message}\n${vlog}`);
+    });
+    const user = await fetch(`${url}-/user/org.couchdb.user:bmoe`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bmoe', password: 'bmoe-registry-test', email: 'ci@localhost' }),
+    });
+    const { token } = await user.json();
+    if (!token) throw new Error(`verdaccio gave no token (HTTP ${user.status})`);
+    const npmrc = join(tmp, 'npmrc');
+    writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${port}/:_authToken=${token}\n`);
+    const npmEnv = {
+      ...process.env,
+      NPM_CONFIG_USERCONFIG: npmrc,
+      npm_config_registry: url,
+      npm_config_cache: join(tmp, 'npm-cache'),
+      npm_config_audit: 'false',
+      npm_config_fund: 'false',
+      npm_config_update_notifier: 'false',
+    };
+    check('verdaccio up on loopback', true, url);
+
+    // 2. Pack (pnpm pack rewrites workspace:*) and publish in dependency order.
+    const packed = packAll({ outDir: join(tmp, 'tarballs'), allowMissing: true, log: (m) => console.log(m) });
+    publishAll(packed, { registry: url, env: npmEnv, log: (m) => console.log(m) });
+    const names = packed.map((p) => p.pkg.name);
+    check('published every package', ['@bmoe/gguf', '@bmoe/core-native', '@bmoe/core-native-linux-x64-gnu', '@bmoe/engine', '@bmoe/cli'].every((n) => names.includes(n)), names.join(', '));
+    const wasmPublished = names.includes('@bmoe/core-native-wasm32-wasi');
+
+    // 3. The fixture and the reference tokens from this checkout's build.
+    const model = join(tmp, 'tiny.gguf');
+    mustRun(process.execPath, [cli, 'make-model', '--preset', 'tiny-qwen3moe', '--out', model]);
+    const runArgs = ['run', model, '-p', PROMPT, '-n', String(N), '-t', '2', '--json'];
+    const expected = tokensOf(mustRun(process.execPath, [cli, ...runArgs]).stdout);
+    const expectedInfo = mustRun(process.execPath, [cli, 'info', model]).stdout;
+
+    // 4. An empty folder, PATH with node, npm and npx only.
+    const binDir = join(tmp, 'bin');
+    mkdirSync(binDir);
+    const npmCli = dirname(realpathSync(mustRun('/bin/sh', ['-c', 'command -v npm']).stdout.trim()));
+    symlinkSync(process.execPath, join(binDir, 'node'));
+    symlinkSync(join(npmCli, 'npm-cli.js'), join(binDir, 'npm'));
+    symlinkSync(join(npmCli, 'npx-cli.js'), join(binDir, 'npx'));
+    // npx runs the bin through a shell: name it by path, so PATH stays node/npm/npx only.
+    const env = { ...npmEnv, PATH: binDir, npm_config_script_shell: '/bin/sh' };
+    delete env.BMOE_NATIVE_PATH;
+    delete env.BMOE_FORCE_WASM;
+    delete env.BMOE_LLAMA_BIN_DIR;
+    const found = TOOLS.filter((t) => run('/bin/sh', ['-c', `command -v ${t}`], { env }).status === 0);
+    check('no compiler or build tool on PATH', found.length === 0, found.length ? `found ${found.join(', ')}` : `PATH=${binDir}`);
+    const app = join(tmp, 'app');
+    mkdirSync(app);
+    const install = run(join(binDir, 'npm'), ['install', '@bmoe/engine', '@bmoe/cli', '--no-audit', '--no-fund', '--loglevel', 'error'], { cwd: app, env });
+    check('npm install @bmoe/engine @bmoe/cli from the local registry', install.status === 0, install.status === 0 ? '' : install.stderr.slice(-2000));
+    if (install.status !== 0) return;
+    const nm = join(app, 'node_modules', '@bmoe');
+    check('the linux-x64-gnu platform package was installed with its binary', existsSync(join(nm, 'core-native-linux-x64-gnu', 'bmoe.linux-x64-gnu.node')));
+    check('nothing was compiled at install (no build folder)', !existsSync(join(nm, 'core-native', 'build')));
+    const lock = JSON.parse(readFileSync(join(app, 'package-lock.json'), 'utf8'));
+    const resolvedFrom = Object.entries(lock.packages).filter(([k]) => k.includes('@bmoe/')).map(([, v]) => v.resolved ?? '');
+    check('every @bmoe package came from the local registry', resolvedFrom.length >= 5 && resolvedFrom.every((r) => r.startsWith(url)), `${resolvedFrom.length} packages`);
+
+    const source = run(join(binDir, 'node'), ['--input-type=module', '-e', "const m = await import('@bmoe/core-native'); console.log(JSON.stringify(m.bindingSource()))"], { cwd: app, env });
+    const src = source.status === 0 ? JSON.parse(source.stdout) : { candidate: source.stderr.trim() };
+    check('the loader picked the prebuilt @bmoe/core-native-linux-x64-gnu', src.candidate === '@bmoe/core-native-linux-x64-gnu' && src.wasm === false, src.candidate);
+
+    const info = run(join(binDir, 'npx'), ['--no-install', '@bmoe/cli', 'info', model], { cwd: app, env });
+    check('npx @bmoe/cli info', info.status === 0 && info.stdout === expectedInfo, info.status === 0 ? '' : info.stderr.slice(-1000));
+
+    const t0 = performance.now();
+    const got = run(join(binDir, 'npx'), ['--no-install', '@bmoe/cli', ...runArgs], { cwd: app, env });
+    const ms = performance.now() - t0;
+    const tokens = got.status === 0 ? tokensOf(got.stdout) : { ids: [], text: got.stderr.slice(-1000) };
+    check(`npx @bmoe/cli run: the same ${N} greedy tokens as this checkout's build`, tokens.ids.length === N && JSON.stringify(tokens.ids) === JSON.stringify(expected.ids), `${JSON.stringify(tokens.text.slice(0, 60))} (${ms.toFixed(0)} ms)`);
+
+    // 5. The wasm32-wasi build, forced (installed explicitly: npm skips it on x64, cpu is wasm32).
+    if (wasmPublished) {
+      const w = run(join(binDir, 'npm'), ['install', '--no-save', '--force', '@bmoe/core-native-wasm32-wasi', '--no-audit', '--no-fund', '--loglevel', 'error'], { cwd: app, env });
+      check('npm install @bmoe/core-native-wasm32-wasi', w.status === 0, w.status === 0 ? '' : w.stderr.slice(-1000));
+      const t1 = performance.now();
+      const wr = run(join(binDir, 'npx'), ['--no-install', '@bmoe/cli', ...runArgs], { cwd: app, env: { ...env, BMOE_FORCE_WASM: '1' } });
+      const wms = performance.now() - t1;
+      const wt = wr.status === 0 ? tokensOf(wr.stdout) : { ids: [], text: wr.stderr.slice(-1000) };
+      check('BMOE_FORCE_WASM=1 npx @bmoe/cli run: the same tokens through wasm32-wasi', JSON.stringify(wt.ids) === JSON.stringify(expected.ids), `${JSON.stringify(wt.text.slice(0, 60))} (${wms.toFixed(0)} ms)`);
+    } else {
+      console.log('skip wasm32-wasi: not built (packages/core-native/npm/wasm32-wasi/bmoe.wasm32-wasi.wasm)');
+    }
+  } finally {
+    verdaccio?.kill('SIGTERM');
+    if (!process.env.BMOE_KEEP_TMP) rmSync(tmp, { recursive: true, force: true });
+    else console.log(`kept ${tmp}`);
+  }
+}
+
+try {
+  await main();
+} catch (e) {
+  check('registry test ran to the end', false, e instanceof Error ? e.message : String(e));
+}
+const failed = results.filter((r) => !r.ok).length;
+console.log(`registry: ${results.length - failed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
