@@ -8,6 +8,7 @@ import { registerDemo } from './commands/demo.js';
 import { registerInfo } from './commands/info.js';
 import { registerMakeModel } from './commands/make-model.js';
 import { registerRun } from './commands/run.js';
+import { registerServe } from './commands/serve.js';
 
 const pkg = createRequire(import.meta.url)('../package.json') as { version: string };
 
@@ -20,6 +21,7 @@ export function buildProgram(ctx: CliContext): Command {
     // `bmoe bench ...` hands everything after `bench` to the bench's own parser.
     .enablePositionalOptions();
   registerRun(program, ctx);
+  registerServe(program, ctx);
   registerInfo(program, ctx);
   registerMakeModel(program, ctx);
   registerDemo(program, ctx);

@@ -31,6 +31,6 @@ export {
   type MoePrefetchLine,
   type MoeStreamLine,
 } from './metrics/lines.js';
-export { PROMETHEUS_METRICS, prometheusUpdates, type PrometheusMetric } from './metrics/prometheus.js';
+export { LATENCY_BUCKETS_SECONDS, PROMETHEUS_METRICS, prometheusUpdates, type PrometheusMetric } from './metrics/prometheus.js';
 export { BmoeError } from './errors.js';
 export { benchRowSchema, devicePressureSchema, type BenchRow, type DevicePressure } from './metrics/bench.js';

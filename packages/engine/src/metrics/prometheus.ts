@@ -1,11 +1,12 @@
 // Prometheus names for the schema's fields, for the server's /metrics. Milliseconds become
 // seconds (Prometheus base units); per-token deltas become `_total` counters; gauges keep the
-// last value. Every non-id column of COLUMNS has exactly one metric here (tested).
+// last value. Every non-id column of COLUMNS has exactly one metric here (tested). The server's
+// own measurements (queue, requests, latency) are named here too, so every name has one home.
 import { COLUMNS, type TokenMetrics } from './fields.js';
 
 export interface PrometheusMetric {
   readonly name: string;
-  readonly type: 'counter' | 'gauge';
+  readonly type: 'counter' | 'gauge' | 'histogram';
   readonly help: string;
   /**
    * The per-token field it comes from, or null for the run-level ones
@@ -14,6 +15,10 @@ export interface PrometheusMetric {
   readonly field: keyof TokenMetrics | null;
   /** Multiply the field by this (ms → s). */
   readonly scale: number;
+  /** Label names (server metrics only; the per-token ones have none). */
+  readonly labels?: readonly string[];
+  /** Histogram bucket upper bounds, in the metric's unit. */
+  readonly buckets?: readonly number[];
 }
 
 /** Column → metric name. Times in ms are exported in seconds. */
@@ -42,9 +47,47 @@ const RUN_LEVEL: PrometheusMetric[] = [
   { name: 'bmoe_prompt_seconds_total', type: 'counter', help: 'prompt processing time', field: null, scale: 1 },
 ];
 
+/**
+ * Latency buckets in seconds: from a tiny model's milliseconds to a phone streaming a model
+ * bigger than its RAM (minutes per answer).
+ */
+export const LATENCY_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/** Measured by the server around generations, not by the engine per token. */
+const SERVER_LEVEL: PrometheusMetric[] = [
+  { name: 'bmoe_queue_depth', type: 'gauge', help: 'requests waiting for their turn (the running one excluded)', field: null, scale: 1 },
+  {
+    name: 'bmoe_requests_total',
+    type: 'counter',
+    help: 'generation requests by endpoint and outcome (completed, disconnected, rejected, failed)',
+    field: null,
+    scale: 1,
+    labels: ['endpoint', 'outcome'],
+  },
+  {
+    name: 'bmoe_request_duration_seconds',
+    type: 'histogram',
+    help: 'generation request time from arrival to the last byte, queueing included',
+    field: null,
+    scale: 1,
+    labels: ['endpoint'],
+    buckets: LATENCY_BUCKETS_SECONDS,
+  },
+  {
+    name: 'bmoe_time_to_first_token_seconds',
+    type: 'histogram',
+    help: 'time from arrival to the first generated token, queueing and prompt processing included',
+    field: null,
+    scale: 1,
+    labels: ['endpoint'],
+    buckets: LATENCY_BUCKETS_SECONDS,
+  },
+];
+
 /** The table the server exports. */
 export const PROMETHEUS_METRICS: readonly PrometheusMetric[] = [
   ...RUN_LEVEL,
+  ...SERVER_LEVEL,
   ...COLUMNS.filter((c) => c.kind !== 'id').map((c): PrometheusMetric => {
     const name = NAMES[c.column];
     if (!name) throw new Error(`metrics schema: no Prometheus name for column ${c.column}`);
@@ -67,7 +110,7 @@ export function prometheusUpdates(rec: TokenMetrics): Array<{ name: string; type
     { name: 'bmoe_tokens_generated_total', type: 'counter', value: 1 },
   ];
   for (const m of PROMETHEUS_METRICS) {
-    if (m.field === null) continue;
+    if (m.field === null || m.type === 'histogram') continue;
     const v = rec[m.field];
     if (v === null) continue;
     out.push({ name: m.name, type: m.type, value: v * m.scale });

@@ -1,0 +1,88 @@
+// `bmoe serve MODEL`: the OpenAI-compatible server of @bmoe/server on one model, with every
+// model/streaming flag of `bmoe run`. SIGTERM or Ctrl-C stops accepting, lets the running request
+// finish (or aborts it after the grace period) and exits 0.
+import { Option, type Command } from 'commander';
+import type { CliContext } from '../context.js';
+import { formatBytes } from '../format.js';
+import { addContextOptions, addStreamingOptions, loadOptions, type ModelFlags } from '../model-options.js';
+import { intRange, nonNegativeInt } from '../parse.js';
+
+interface ServeFlags extends ModelFlags {
+  host?: string;
+  port?: number;
+  apiKey?: string;
+  maxQueue?: number;
+  modelId?: string;
+}
+
+export function registerServe(program: Command, ctx: CliContext): void {
+  const serve = program
+    .command('serve')
+    .description('serve a GGUF model over an OpenAI-compatible HTTP API (streamed tokens, live metrics, /metrics)')
+    .argument('<model>', 'GGUF model file')
+    .option('--host <addr>', 'address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)')
+    .option('--port <N>', 'TCP port; 0 = any free port (default 8080)', intRange(0, 65535))
+    .addOption(new Option('--api-key <key>', 'require Authorization: Bearer <key> on /v1 and /metrics').env('BMOE_API_KEY'))
+    .option('--max-queue <N>', 'requests that may wait behind the running one; more get 429 (default 8)', nonNegativeInt)
+    .option('--model-id <name>', 'the model name clients send (default: the file name without .gguf)');
+  addContextOptions(serve);
+  addStreamingOptions(serve).action(async function (this: Command, model: string, flags: ServeFlags) {
+    const load = loadOptions(this, flags);
+    // Loaded on use: `bmoe --help` and usage errors stay fast.
+    const { createServer } = await import('@bmoe/server');
+    const server = await createServer({
+      model,
+      load,
+      host: flags.host,
+      port: flags.port,
+      // An empty BMOE_API_KEY means none.
+      apiKey: flags.apiKey || undefined,
+      maxQueue: flags.maxQueue,
+      modelId: flags.modelId,
+    });
+
+    let stopping: Promise<void> | null = null;
+    let onStopped: () => void = () => undefined;
+    const stopped = new Promise<void>((resolve) => (onStopped = resolve));
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        // A second Ctrl-C means "now".
+        if (signal === 'SIGINT') process.exit(0);
+        return;
+      }
+      process.stderr.write(`bmoe serve: ${signal}: not accepting new requests; finishing the running one\n`);
+      stopping = server.close().finally(onStopped);
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    try {
+      const url = await server.listen();
+      process.stderr.write(`bmoe serve: listening on ${url} (OpenAI base URL ${url}/v1), loading ${model}\n`);
+      try {
+        await server.ready;
+      } catch (err) {
+        if (stopping) {
+          await stopped;
+          ctx.exitCode = 0;
+          return;
+        }
+        await server.close();
+        throw err;
+      }
+      const info = server.model?.info;
+      if (info && !stopping) {
+        const how = info.options.stream ? `experts streamed, cache ${formatBytes(info.stream?.budgetBytes ?? 0)}` : 'resident';
+        process.stderr.write(
+          `bmoe serve: ready: model '${server.modelId}' (${info.architecture}, ${formatBytes(info.fileBytes)}, ${how}), ` +
+            `loaded in ${(info.load.ms / 1000).toFixed(2)} s${flags.apiKey ? '; API key required' : ''}\n`,
+        );
+      }
+      await stopped;
+      process.stderr.write('bmoe serve: stopped\n');
+      ctx.exitCode = 0;
+    } finally {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    }
+  });
+}

@@ -1,0 +1,86 @@
+// /metrics: one prom-client registry per server (two servers in one process do not mix counts),
+// holding exactly the metrics of the shared schema's PROMETHEUS_METRICS table: the engine's
+// per-token counters and gauges, the prompt counters, and the server's queue/request/latency ones.
+import { PROMETHEUS_METRICS, prometheusUpdates, type GenerationResult, type TokenMetrics } from '@bmoe/engine';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** How a generation request ended, as the `outcome` label of `bmoe_requests_total`. */
+export type RequestOutcome = 'completed' | 'disconnected' | 'rejected' | 'failed';
+
+/** The generation endpoints, as the `endpoint` label. */
+export type Endpoint = '/v1/chat/completions' | '/v1/completions';
+
+type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly byName = new Map<string, AnyMetric>();
+
+  constructor() {
+    for (const m of PROMETHEUS_METRICS) {
+      const common = { name: m.name, help: m.help, labelNames: [...(m.labels ?? [])], registers: [this.registry] };
+      const metric =
+        m.type === 'counter'
+          ? new Counter(common)
+          : m.type === 'gauge'
+            ? new Gauge(common)
+            : new Histogram({ ...common, buckets: [...(m.buckets ?? [])] });
+      this.byName.set(m.name, metric);
+    }
+  }
+
+  /** One generated token: counters add its deltas, gauges take its values. */
+  token(rec: TokenMetrics): void {
+    for (const u of prometheusUpdates(rec)) {
+      const metric = this.byName.get(u.name);
+      if (metric instanceof Counter) metric.inc(u.value);
+      else if (metric instanceof Gauge) metric.set(u.value);
+    }
+  }
+
+  /** A finished generation's prompt phase (prompt tokens evaluated, not those reused). */
+  prompt(result: GenerationResult): void {
+    this.counter('bmoe_prompt_tokens_total').inc(result.summary.promptTokens);
+    this.counter('bmoe_prompt_seconds_total').inc(result.summary.promptMs / 1000);
+  }
+
+  queueDepth(depth: number): void {
+    this.gauge('bmoe_queue_depth').set(depth);
+  }
+
+  request(endpoint: Endpoint, outcome: RequestOutcome, seconds: number | null): void {
+    this.counter('bmoe_requests_total').inc({ endpoint, outcome });
+    if (seconds !== null) this.histogram('bmoe_request_duration_seconds').observe({ endpoint }, seconds);
+  }
+
+  firstToken(endpoint: Endpoint, seconds: number): void {
+    this.histogram('bmoe_time_to_first_token_seconds').observe({ endpoint }, seconds);
+  }
+
+  /** The Prometheus text exposition. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  private counter(name: string): Counter<string> {
+    const m = this.byName.get(name);
+    if (!(m instanceof Counter)) throw new Error(`metrics: ${name} is not a counter of the schema`);
+    return m;
+  }
+
+  private gauge(name: string): Gauge<string> {
+    const m = this.byName.get(name);
+    if (!(m instanceof Gauge)) throw new Error(`metrics: ${name} is not a gauge of the schema`);
+    return m;
+  }
+
+  private histogram(name: string): Histogram<string> {
+    const m = this.byName.get(name);
+    if (!(m instanceof Histogram)) throw new Error(`metrics: ${name} is not a histogram of the schema`);
+    return m;
+  }
+}

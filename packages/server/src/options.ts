@@ -1,0 +1,92 @@
+// ServerOptions with their documented defaults, validated with zod like the engine's options:
+// a bad value throws one BmoeError('E_OPTION') line naming the option and the value.
+import { basename } from 'node:path';
+import { BmoeError, type LoadOptions } from '@bmoe/engine';
+import type { FastifyServerOptions } from 'fastify';
+import { z } from 'zod';
+
+export interface ServerOptions {
+  /** The GGUF model file to serve. */
+  model: string;
+  /** How to load it (threads, context, expert streaming, ...). Default: the engine's defaults (resident). */
+  load?: LoadOptions;
+  /** Address to bind. Default '127.0.0.1' (this machine only); '0.0.0.0' or '::' opens it to the network. */
+  host?: string;
+  /** TCP port. Default 8080; 0 = any free port (see `BmoeServer.url` after `listen()`). */
+  port?: number;
+  /** When set, every /v1 request and /metrics need `Authorization: Bearer <apiKey>` (401 otherwise). Default: none. */
+  apiKey?: string;
+  /** Requests that may wait behind the running generation; more get 429 with Retry-After. Default 8. */
+  maxQueue?: number;
+  /** Largest accepted request body; larger ones get 413. Default 1 MiB (1048576). */
+  bodyLimitBytes?: number;
+  /** The model name clients send (`model` in requests, `/v1/models`). Default: the file name without `.gguf`. */
+  modelId?: string;
+  /** fastify's logger option (true, or pino options). Default false (silent). */
+  logger?: FastifyServerOptions['logger'];
+  /** On close(), how long a running generation may finish before it is aborted, in ms. Default 5000. */
+  shutdownGraceMs?: number;
+}
+
+export interface ResolvedServerOptions {
+  model: string;
+  load: LoadOptions;
+  host: string;
+  port: number;
+  apiKey: string | null;
+  maxQueue: number;
+  bodyLimitBytes: number;
+  modelId: string;
+  logger: FastifyServerOptions['logger'];
+  shutdownGraceMs: number;
+}
+
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 8080;
+export const DEFAULT_MAX_QUEUE = 8;
+export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+export const DEFAULT_SHUTDOWN_GRACE_MS = 5000;
+
+const NONNEG_INT = 'must be a non-negative integer';
+const POS_INT = 'must be a positive integer';
+const schema = z.object({
+  model: z.string('must be a path to a GGUF file').min(1, 'must be a path to a GGUF file'),
+  load: z.object({}, 'must be an object of load options').loose().optional(),
+  host: z.string('must be a host name or address').min(1, 'must be a host name or address').optional(),
+  port: z.number('must be an integer from 0 to 65535').int('must be an integer from 0 to 65535').min(0, 'must be an integer from 0 to 65535').max(65535, 'must be an integer from 0 to 65535').optional(),
+  apiKey: z.string('must be a non-empty string').min(1, 'must be a non-empty string').optional(),
+  maxQueue: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).max(1_000_000, 'must be at most 1000000').optional(),
+  bodyLimitBytes: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
+  modelId: z.string('must be a non-empty string').min(1, 'must be a non-empty string').optional(),
+  logger: z.unknown().optional(),
+  shutdownGraceMs: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).optional(),
+});
+
+export function resolveServerOptions(input: ServerOptions): ResolvedServerOptions {
+  if (input === null || typeof input !== 'object') throw new BmoeError('E_OPTION', 'createServer needs an options object with at least { model }');
+  const r = schema.safeParse(input);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    const name = issue?.path.join('.') ?? 'options';
+    const got = issue ? (input as unknown as Record<string, unknown>)[String(issue.path[0])] : undefined;
+    throw new BmoeError('E_OPTION', `server option ${name} ${issue?.message ?? 'is invalid'}, got ${JSON.stringify(got) ?? 'nothing'}`);
+  }
+  const o = r.data;
+  return {
+    model: o.model,
+    load: (input.load ?? {}) as LoadOptions,
+    host: o.host ?? DEFAULT_HOST,
+    port: o.port ?? DEFAULT_PORT,
+    apiKey: o.apiKey ?? null,
+    maxQueue: o.maxQueue ?? DEFAULT_MAX_QUEUE,
+    bodyLimitBytes: o.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    modelId: o.modelId ?? defaultModelId(o.model),
+    logger: input.logger ?? false,
+    shutdownGraceMs: o.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
+  };
+}
+
+/** `/models/qwen3-30b-a3b-Q4_K_M.gguf` → `qwen3-30b-a3b-Q4_K_M`. */
+export function defaultModelId(path: string): string {
+  return basename(path).replace(/\.gguf$/i, '') || 'model';
+}

@@ -1,0 +1,100 @@
+// `bmoe serve` as a user starts it: the built executable as a child process, answered by the
+// `openai` client; SIGTERM mid-request exits 0; usage and load errors are one line.
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { isNativeAvailable } from '@bmoe/engine';
+import { describe, expect, it } from 'vitest';
+import { clientFor, fixture, runCli, type CliResult } from './helpers.js';
+
+const native = await isNativeAvailable();
+const LISTENING = /listening on (http:\/\/\S+) /;
+
+/** Starts `bmoe serve`, resolves with its URL once ready, and with the exit once it ends. */
+function serve(args: readonly string[]): { ready: Promise<{ url: string; child: ChildProcess }>; exit: Promise<CliResult> } {
+  let onReady!: (v: { url: string; child: ChildProcess }) => void;
+  let failed!: (e: Error) => void;
+  const ready = new Promise<{ url: string; child: ChildProcess }>((resolve, reject) => {
+    onReady = resolve;
+    failed = reject;
+  });
+  let done = false;
+  const exit = runCli(['serve', fixture(), '--port', '0', '-t', '2', ...args], {
+    onStderr: (text, child) => {
+      const m = LISTENING.exec(text);
+      if (!done && m?.[1] && /bmoe serve: ready/.test(text)) {
+        done = true;
+        onReady({ url: m[1], child });
+      }
+    },
+  });
+  void exit.then((r) => failed(new Error(`bmoe serve exited early (${r.code}): ${r.stderr}`)));
+  return { ready, exit };
+}
+
+describe.skipIf(!native)('bmoe serve', () => {
+  it('serves the openai client, and on SIGTERM mid-stream finishes the request and exits 0', async () => {
+    const { ready, exit } = serve(['--moe-stream', '--cache-mb', '4', '--model-id', 'tiny']);
+    const { url, child } = await ready;
+    const client = clientFor(url);
+    const hello = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, temperature: 0 });
+    expect(hello.usage?.completion_tokens).toBe(4);
+
+    const stream = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 48, temperature: 0, stream: true });
+    const it = stream[Symbol.asyncIterator]();
+    await it.next();
+    child.kill('SIGTERM');
+    let finish: string | null = null;
+    for (let r = await it.next(); !r.done; r = await it.next()) finish = r.value.choices[0]?.finish_reason ?? finish;
+    expect(finish).toBe('length');
+
+    const r = await exit;
+    expect(r.code).toBe(0);
+    expect(r.signal).toBeNull();
+    expect(r.stderr).toMatch(/SIGTERM: not accepting new requests/);
+    expect(r.stderr).toMatch(/bmoe serve: stopped\n$/);
+    await expect(fetch(`${url}/health`)).rejects.toThrow();
+  });
+
+  it('exits 1 with one line when the model cannot be loaded', async () => {
+    const r = await runCli(['serve', '/nonexistent/model.gguf', '--port', '0']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^bmoe: error: \/nonexistent\/model\.gguf: no such file\n$/m);
+    expect(r.stderr.split('\n').filter((l) => l.startsWith('bmoe: error:'))).toHaveLength(1);
+  });
+
+  it('exits 1 with one line when the port is taken', async () => {
+    const taken = createHttpServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const r = await runCli(['serve', fixture(), '--port', String(port)]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(`bmoe: error: 127.0.0.1:${port} is already in use; choose another port\n`);
+    } finally {
+      taken.close();
+    }
+  });
+});
+
+describe('bmoe serve usage', () => {
+  it('--help documents the server flags and the model/streaming flags of run', async () => {
+    const r = await runCli(['serve', '--help']);
+    expect(r.code).toBe(0);
+    for (const flag of ['--host', '--port', '--api-key', '--max-queue', '--model-id', '--threads', '--ctx-size', '--moe-stream', '--cache-mb', '--io-threads', '--overlap', '--prefetch', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
+      expect(r.stdout).toContain(flag);
+    }
+  });
+
+  it.each([
+    [['serve', 'm.gguf', '--port', '70000'], /must be an integer from 0 to 65535/],
+    [['serve', 'm.gguf', '--max-queue', '-1'], /must be a non-negative integer/],
+    [['serve', 'm.gguf', '--cache-mb', '100'], /--cache-mb requires --moe-stream/],
+    [['serve'], /missing required argument 'model'/],
+  ])('usage error %j exits 2 with one line', async (args, message) => {
+    const r = await runCli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+});
