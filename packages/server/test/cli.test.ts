@@ -40,7 +40,7 @@ describe.skipIf(!native)('bmoe serve', () => {
     const hello = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, temperature: 0 });
     expect(hello.usage?.completion_tokens).toBe(4);
 
-    const stream = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 48, temperature: 0, stream: true });
+    const stream = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16, temperature: 0, stream: true });
     const it = stream[Symbol.asyncIterator]();
     await it.next();
     child.kill('SIGTERM');

@@ -153,9 +153,9 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
       expect(r.tokens).toHaveLength(n);
       expect(r.last?.usage?.completion_tokens).toBe(n);
     });
-    // FIFO, one at a time: someone waited for the others.
-    const queued = together.map((r) => bmoeOf(r.last).timings.queueMs);
-    expect(Math.max(...queued)).toBeGreaterThan(0);
+    // One at a time: the three that came after the first waited for the model (20 tokens take far more than 1 ms).
+    const queued = together.map((r) => bmoeOf(r.last).timings.queueMs).sort((a, b) => a - b);
+    expect(queued.filter((q) => q > 1)).toHaveLength(3);
   });
 
   it('a client that disconnects mid-stream aborts its generation within a token and frees the turn', async () => {
