@@ -10,6 +10,7 @@ import { calibrate, calibrationReport } from './calibrate.js';
 import { DEFAULT_BENCH_MODEL, loadConfigSet } from './configs.js';
 import { runInCgroup } from './cgroup.js';
 import { defaultBmoeCommand, runMatrix, type MatrixProgress } from './matrix.js';
+import { registerServeLoad } from './serve-load.js';
 import { runTargets, targetsReport } from './targets.js';
 
 const num = (min: number) => (v: string): number => {
@@ -234,5 +235,7 @@ export function registerBenchCommands(program: Command, opts: BenchCommandOption
       const r = await runTargets(topts);
       process.stdout.write(`${targetsReport(r, topts)}\n`);
     });
+
+  registerServeLoad(program);
   return program;
 }

@@ -34,7 +34,7 @@ const MiB = 1024 * 1024;
  * shape and quantization with 8 of its 48 layers, and the router skew `bmoe-bench calibrate`
  * found to reproduce the spec's hit rates (docs/benchmarks.md).
  */
-export const DEFAULT_BENCH_MODEL = { preset: 'qwen3-30b-a3b', layers: 8, quant: 'q4_k_m', routerSkew: 1 } as const;
+export const DEFAULT_BENCH_MODEL = { preset: 'qwen3-30b-a3b', layers: 8, quant: 'q4_k_m', routerSkew: 0.5 } as const;
 
 /** The spec's cache sizes as a share of the spec model's expert bytes, in percent (2 decimals). */
 export function specCachePercent(mib: number): number {

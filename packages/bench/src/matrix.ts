@@ -5,7 +5,7 @@
 // (the schema's BenchRow). Every file is written under a temporary name and renamed into place,
 // and `.metrics.json` is the row's completion mark: a rerun skips rows that have it, an
 // interrupted run leaves only complete rows behind.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -86,7 +86,11 @@ export function defaultBmoeCommand(): string[] {
   } catch {
     // not installed beside the bench: the workspace layout below
   }
-  return [process.execPath, resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'cli', 'dist', 'bin.js')];
+  const sibling = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'cli', 'dist', 'bin.js');
+  if (!existsSync(sibling)) {
+    throw new Error('bmoe-bench runs each row with the bmoe CLI, which is not installed beside it: use `npx @bmoe/cli bench …` or install @bmoe/cli');
+  }
+  return [process.execPath, sibling];
 }
 
 const writeAtomic = (path: string, data: string): void => {
