@@ -53,7 +53,10 @@ export function targetConfig(target, env = process.env) {
       const tc = join(ndk, 'build', 'cmake', 'android.toolchain.cmake');
       if (!existsSync(tc)) throw new Error(`${tc}: not found; is ANDROID_NDK_HOME (${ndk}) an NDK folder?`);
       return [...common, `-DCMAKE_TOOLCHAIN_FILE=${tc}`, '-DANDROID_ABI=arm64-v8a', '-DANDROID_PLATFORM=android-28',
-        '-DANDROID_STL=c++_static', '-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16'];
+        '-DANDROID_STL=c++_static', '-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16',
+        // Node-API symbols (napi_*) come from the node executable at load time, as on Linux; the
+        // NDK links shared libraries with --no-undefined unless told otherwise.
+        '-DANDROID_ALLOW_UNDEFINED_SYMBOLS=ON'];
     }
     default:
       throw new Error(`unknown target '${target}' (linux-x64-gnu, linux-arm64-gnu, android-arm64; wasm32-wasi: scripts/build-wasm.mjs)`);
