@@ -11,6 +11,7 @@
 // and the time compute lost to flash is the stall (footnote †).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { BUILTIN_SETS } from './configs.js';
 import {
   benchRowSchema,
   parseEndOfRunLines,
@@ -85,8 +86,29 @@ export function loadMatrixDir(dir: string): LoadedRow[] {
     rows.push({ stem, record: r.data, tokens, lines });
   }
   if (rows.length === 0) throw new AnalyzeError(`${dir}: no rows (*.metrics.json) — run bmoe-bench matrix --out ${dir} first`);
-  rows.sort((a, b) => a.record.model.name.localeCompare(b.record.model.name) || a.record.startedAt.localeCompare(b.record.startedAt));
+  // Rows in their config set's order (a rerun row keeps its place), else in run order.
+  const known = Object.values(BUILTIN_SETS).map((set) => set().map((c) => c.id));
+  const ids = new Set(rows.map((r) => r.record.config.id));
+  const builtin = known.find((order) => [...ids].every((id) => order.includes(id)));
+  const position = (r: LoadedRow): number => r.record.config.index ?? builtin?.indexOf(r.record.config.id) ?? Number.MAX_SAFE_INTEGER;
+  rows.sort(
+    (a, b) =>
+      a.record.model.name.localeCompare(b.record.model.name) || position(a) - position(b) || a.record.startedAt.localeCompare(b.record.startedAt),
+  );
   return rows;
+}
+
+/**
+ * The row's label; where the config wrote its cache as a share of expert bytes (`--cache-mb 12%`),
+ * the MiB it resolved to on this model is appended, e.g. "cache 2000 MiB, lane 2 (= 333 MiB here)".
+ */
+export function rowLabel(rec: BenchRow): string {
+  const given = rec.config.flags.split(/\s+/);
+  const i = given.indexOf('--cache-mb');
+  const share = i >= 0 ? given[i + 1] : undefined;
+  if (!share?.endsWith('%') || Number(share.slice(0, -1)) === 0) return rec.config.label;
+  const j = rec.config.resolvedFlags.indexOf('--cache-mb');
+  return `${rec.config.label} (= ${rec.config.resolvedFlags[j + 1] ?? '?'} MiB here)`;
 }
 
 /** The spec's numbers for one row. Pure. */
@@ -101,7 +123,7 @@ export function analyzeRow(row: LoadedRow): AnalyzedRow {
     stem: row.stem,
     model: rec.model.name,
     configId: rec.config.id,
-    label: rec.config.label,
+    label: rowLabel(rec),
     status: rec.status,
     error: rec.error,
     overlap,

@@ -313,7 +313,7 @@ async function runRow(
       expertBytes: header.expertBytes,
       workingSetBytes: header.workingSetBytes,
     },
-    config: { id: config.id, label: config.label, flags: config.flags, resolvedFlags: flags, tool: config.tool },
+    config: { id: config.id, index: o.configs.indexOf(config), label: config.label, flags: config.flags, resolvedFlags: flags, tool: config.tool },
     argv,
     nPredict: o.n,
     prompt: o.prompt,

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { Resvg } from '@resvg/resvg-js';
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import { analyzeRow, type LoadedRow } from './analyze.js';
+import { analyzeRow, rowLabel, type LoadedRow } from './analyze.js';
 
 const WIDTH = 640;
 
@@ -38,16 +38,16 @@ export function timelineSpec(rows: LoadedRow[]): TopLevelSpec {
   for (const r of rows) {
     if (r.tokens.length < 2) continue;
     for (const t of r.tokens.slice(1)) {
-      values.push({ config: r.record.config.label, token: t.tokenIndex, series: 'wall', ms: t.wallMs });
-      values.push({ config: r.record.config.label, token: t.tokenIndex, series: 'compute', ms: t.computeMs });
-      values.push({ config: r.record.config.label, token: t.tokenIndex, series: 'I/O', ms: t.ioMs });
+      values.push({ config: rowLabel(r.record), token: t.tokenIndex, series: 'wall', ms: t.wallMs });
+      values.push({ config: rowLabel(r.record), token: t.tokenIndex, series: 'compute', ms: t.computeMs });
+      values.push({ config: rowLabel(r.record), token: t.tokenIndex, series: 'I/O', ms: t.ioMs });
     }
   }
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: 'per-token timeline (ms): wall, compute, flash I/O',
     data: { values },
-    facet: { row: { field: 'config', type: 'nominal', title: null, header: { labelAngle: 0, labelAlign: 'left', labelFontSize: 10, labelLimit: 260 }, sort: rows.map((r) => r.record.config.label) } },
+    facet: { row: { field: 'config', type: 'nominal', title: null, header: { labelAngle: 0, labelOrient: 'top', labelAnchor: 'start', labelFontSize: 11, labelLimit: 600 }, sort: rows.map((r) => rowLabel(r.record)) } },
     spec: {
       width: WIDTH,
       height: 70,
@@ -58,7 +58,8 @@ export function timelineSpec(rows: LoadedRow[]): TopLevelSpec {
         color: { field: 'series', type: 'nominal', scale: { domain: ['wall', 'compute', 'I/O'], range: ['#222', '#4c78a8', '#f58518'] }, title: null },
       },
     },
-    resolve: { scale: { y: 'shared' } },
+    // each panel its own ms scale: the mmap row is 20× slower than the cached rows
+    resolve: { scale: { y: 'independent' } },
   };
 }
 
@@ -72,7 +73,7 @@ export function warmupSpec(rows: LoadedRow[]): TopLevelSpec {
     for (const t of r.tokens.slice(1)) {
       hits += t.expertHits;
       all += t.expertHits + t.expertMisses;
-      if (all > 0) curve.push({ config: r.record.config.label, token: t.tokenIndex, hit: (100 * hits) / all });
+      if (all > 0) curve.push({ config: rowLabel(r.record), token: t.tokenIndex, hit: (100 * hits) / all });
     }
     // a row that never hit (cache 0) is a flat line at 0: it says nothing about warm-up
     if (hits > 0) values.push(...curve);
@@ -87,7 +88,7 @@ export function warmupSpec(rows: LoadedRow[]): TopLevelSpec {
     encoding: {
       x: { field: 'token', type: 'quantitative', title: 'token' },
       y: { field: 'hit', type: 'quantitative', title: 'hit rate so far (%)', scale: { domain: [0, 100] } },
-      color: { field: 'config', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 2, labelLimit: 320 } },
+      color: { field: 'config', type: 'nominal', title: null, legend: { orient: 'bottom', columns: 1, labelLimit: 600 } },
     },
   };
 }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { emptyTokenMetrics, formatEndOfRunLines, summarize, toCsv, type BenchRow, type TokenMetrics } from '@bmoe/engine/metrics';
-import { AnalyzeError, analyzeRow, loadMatrixDir, summaryMarkdown } from '../src/analyze.js';
+import { AnalyzeError, analyzeRow, loadMatrixDir, rowLabel, summaryMarkdown } from '../src/analyze.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bmoe-analyze-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -123,6 +123,13 @@ describe('analyzer', () => {
     expect(md).toContain('| label c2000-l2 | 1.50 GB | 4.25 GB | unmeasured | unmeasured | 1.90 GB |');
     expect(md).toContain('| llama.cpp | 2.00 GB | 1.00 GB | 38.6 → 62.9 °C | 35.5 °C | unmeasured |');
     expect(md).toContain('bmoe-bench matrix --out x');
+  });
+
+  it("keeps the config set's row order and names the MiB a share of expert bytes resolved to", () => {
+    expect(rows.map((r) => r.record.config.id)).toEqual(['mmap', 'c2000-l2', 'c4000-l2', 'overlap-c4000-l4', 'llama-completion']);
+    const rec = record('c2000-l2', ['--moe-stream', '--cache-mb', '333', '--io-threads', '2']);
+    expect(rowLabel({ ...rec, config: { ...rec.config, flags: '--moe-stream --cache-mb 11.95% --io-threads 2' } })).toBe('label c2000-l2 (= 333 MiB here)');
+    expect(rowLabel(rec)).toBe('label c2000-l2');
   });
 
   it('refuses a directory without rows, and a record that is not the schema, with the file named', () => {

@@ -41,6 +41,8 @@ export const benchRowSchema = z.strictObject({
   config: z.strictObject({
     /** Slug: the `<config>` of the row's file names. */
     id: z.string(),
+    /** Position of the row in its config set (the tables keep that order; absent in older records). */
+    index: z.number().int().nonnegative().optional(),
     /** The row's label in the tables. */
     label: z.string(),
     /** The flag string as written in the config set (may hold `%` cache sizes). */
