@@ -252,7 +252,15 @@ class ServerImpl implements BmoeServer {
           const denied = this.authError(req);
           if (denied) throw denied;
         });
-        v1.setErrorHandler((err, _req, reply) => sendApiError(reply, toApiError(err, this.opts.bodyLimitBytes)));
+        v1.setErrorHandler((err, req, reply) => {
+          const api = toApiError(err, this.opts.bodyLimitBytes);
+          // Every refusal of a generation request is counted here, whichever step refused it.
+          const endpoint = req.routeOptions.url;
+          if (endpoint === '/v1/chat/completions' || endpoint === '/v1/completions') {
+            this.metrics.request(endpoint, api.status >= 500 ? 'failed' : 'rejected', null);
+          }
+          return sendApiError(reply, api);
+        });
         v1.setNotFoundHandler((req, reply) =>
           sendApiError(reply, new ApiError(404, 'invalid_request_error', `unknown endpoint: ${req.method} ${req.url}`, 'unknown_url')),
         );
@@ -402,7 +410,6 @@ class ServerImpl implements BmoeServer {
     } catch (err) {
       cleanup();
       if (err instanceof QueueFullError) {
-        this.metrics.request(spec.endpoint, 'rejected', null);
         const retry = Math.min(600, Math.max(1, Math.ceil(this.turnSeconds)));
         throw new ApiError(
           429,
@@ -418,7 +425,6 @@ class ServerImpl implements BmoeServer {
         reply.hijack();
         return undefined;
       }
-      this.metrics.request(spec.endpoint, 'failed', null);
       throw err;
     }
 
@@ -450,14 +456,12 @@ class ServerImpl implements BmoeServer {
         reply.hijack();
         return undefined;
       }
-      this.metrics.request(endpoint, 'failed', null);
       throw new ApiError(503, 'server_error', 'the server is shutting down', 'server_shutting_down');
     }
     let gen: Generation;
     try {
       gen = session.generate(spec.input, { ...spec.generate, signal: ac.signal });
     } catch (err) {
-      this.metrics.request(endpoint, 'rejected', null);
       throw engineError(err, spec.inputParam);
     }
 
@@ -518,12 +522,13 @@ class ServerImpl implements BmoeServer {
       return undefined;
     }
     if (failure || !result || (result.stopReason === 'abort' && !stoppedOnSequence)) {
-      this.metrics.request(endpoint, 'failed', totalSeconds);
       const err =
         failure !== null
           ? new ApiError(500, 'server_error', `generation failed: ${failure instanceof Error ? failure.message : String(failure)}`, 'generation_failed')
           : new ApiError(503, 'server_error', 'the server is shutting down; the generation was stopped', 'server_shutting_down');
       if (sse) {
+        // Headers are sent: the error goes into the stream (the openai client raises it), and is counted here.
+        this.metrics.request(endpoint, 'failed', totalSeconds);
         sse.send(err.body());
         sse.end();
         return undefined;
