@@ -93,7 +93,7 @@ describe('bmoe-bench matrix + analyze on a tiny fixture', () => {
     const md = readFileSync(join(out, 'summary.md'), 'utf8');
     expect(md).toContain('| Config | mean | min | max | median | p5 | p95 | cache hit | flash read/token | decode: compute + I/O (s/tok) |');
     expect(md).toContain('### Device pressure');
-    expect(md).toMatch(/\| streaming \+ cache 50 %, lane 2 \| \*\*[\d.]+\*\* \|.* \| [\d.]+ % \| [\d.]+ MiB \| [\d.]+ \+ [\d.]+ \|/);
+    expect(md).toMatch(/\| streaming \+ cache 50 %, lane 2 \(= \d+ MiB here\) \| \*\*[\d.]+\*\* \|.* \| [\d.]+ % \| [\d.]+ MiB \| [\d.]+ \+ [\d.]+ \|/);
     expect(md).toContain('bmoe-bench matrix --model');
     for (const name of ['throughput', 'timeline', 'warmup', 'read-vs-hit']) {
       expect(md).toContain(`(plots/tiny.${name}.svg)`);
