@@ -1,0 +1,444 @@
+// bmoe demo page: chat over the server's OpenAI-compatible SSE stream, a live metrics panel fed by
+// each chunk's per-token record (`bmoe.token`), device sensors polled from /api/state, and a model
+// picker. Plain browser JavaScript served as-is: no build step, no network beyond this origin.
+
+const MiB = 1024 * 1024;
+const RATE_WINDOW = 16; // tokens the rates average over
+const CHART_TOKENS = 64; // tokens the chart shows
+// Page address knobs: ?max_tokens=N (default 256) and ?temperature=T (default: the server's).
+const params = new URLSearchParams(location.search);
+const MAX_TOKENS = Number.parseInt(params.get('max_tokens') ?? '', 10) || 256;
+const TEMPERATURE = params.has('temperature') ? Number(params.get('temperature')) : undefined;
+const POLL_MS = 2000;
+
+const $ = (id) => document.getElementById(id);
+const el = {
+  modelButton: $('model-button'),
+  modelName: $('model-name'),
+  modelMode: $('model-mode'),
+  toks: $('m-toks'),
+  flash: $('m-flash'),
+  hit: $('m-hit'),
+  cache: $('m-cache'),
+  split: $('m-split'),
+  splitCompute: $('split-compute'),
+  splitIo: $('split-io'),
+  mem: $('m-mem'),
+  temp: $('m-temp'),
+  chart: $('chart'),
+  chartScale: $('chart-scale'),
+  log: $('log'),
+  empty: $('empty'),
+  form: $('composer'),
+  input: $('input'),
+  send: $('send'),
+  stop: $('stop'),
+  picker: $('picker'),
+  pickerClose: $('picker-close'),
+  pickerList: $('picker-list'),
+  pickerDir: $('picker-dir'),
+  pickerRam: $('picker-ram'),
+};
+
+/** Conversation sent with every request (the server reuses the cached prefix). */
+const messages = [];
+/** Per-token records of the decodes seen (token 0 carries the prompt and is left out). */
+let records = [];
+let state = { state: 'empty', model: null, sensors: null };
+let generating = null; // { controller, bubble }
+let polling = null;
+
+// ---- formatting ---------------------------------------------------------------------------
+
+const fmt = (v, digits = 1) => (v === null || v === undefined || !Number.isFinite(v) ? '—' : v.toFixed(digits));
+const fmtMiB = (bytes) => (bytes === null || bytes === undefined ? '—' : (bytes / MiB).toFixed(bytes >= 100 * MiB ? 0 : 1));
+const fmtGiB = (bytes) => `${(bytes / 1024 / MiB).toFixed(bytes >= 10 * 1024 * MiB ? 0 : 1)} GiB`;
+const fmtSize = (bytes) => (bytes >= 1024 * MiB ? fmtGiB(bytes) : `${Math.round(bytes / MiB)} MiB`);
+
+// ---- metrics panel ------------------------------------------------------------------------
+
+function sum(list, key) {
+  let s = 0;
+  for (const r of list) s += r[key] ?? 0;
+  return s;
+}
+
+function setMetric(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+function renderPanel() {
+  const win = records.slice(-RATE_WINDOW);
+  const last = records[records.length - 1];
+  if (win.length > 0) {
+    const wall = sum(win, 'wallMs');
+    setMetric(el.toks, wall > 0 ? fmt((1000 * win.length) / wall, wall > 0 && (1000 * win.length) / wall >= 100 ? 0 : 1) : '—');
+    setMetric(el.flash, fmt(sum(win, 'readBytes') / win.length / MiB, 1));
+    const hits = sum(win, 'expertHits');
+    const lookups = hits + sum(win, 'expertMisses');
+    setMetric(el.hit, lookups > 0 ? `${Math.round((100 * hits) / lookups)}%` : '—');
+    const compute = sum(win, 'computeMs');
+    const io = sum(win, 'ioMs');
+    const total = compute + io;
+    const c = total > 0 ? (100 * compute) / total : 0;
+    el.splitCompute.style.width = total > 0 ? `${c}%` : '0';
+    el.splitIo.style.width = total > 0 ? `${100 - c}%` : '0';
+    setMetric(el.split, total > 0 ? `compute ${Math.round(c)}% · flash ${Math.round(100 - c)}%` : 'compute — · flash —');
+  }
+  if (last) {
+    setMetric(el.cache, fmtMiB(last.cacheResidentBytes));
+    if (last.memAvailableBytes !== null && last.memAvailableBytes !== undefined) setMetric(el.mem, fmtMiB(last.memAvailableBytes));
+  }
+  drawChart();
+}
+
+function renderSensors(s) {
+  if (!s) return;
+  // While tokens stream, MemAvailable comes from each token's record; between turns from the poll.
+  if (!generating && s.memAvailableBytes !== null) setMetric(el.mem, fmtMiB(s.memAvailableBytes));
+  const cpu = s.cpuTempC === null ? '—' : Math.round(s.cpuTempC).toString();
+  const bat = s.batteryTempC === null ? '—' : Math.round(s.batteryTempC).toString();
+  setMetric(el.temp, `${cpu} · ${bat}`);
+}
+
+function drawChart() {
+  const canvas = el.chart;
+  const dpr = window.devicePixelRatio || 1;
+  const w = Math.max(1, Math.round(canvas.clientWidth * dpr));
+  const h = Math.max(1, Math.round(canvas.clientHeight * dpr));
+  if (canvas.width !== w || canvas.height !== h) {
+    canvas.width = w;
+    canvas.height = h;
+  }
+  const ctx = canvas.getContext('2d');
+  ctx.clearRect(0, 0, w, h);
+  const data = records.slice(-CHART_TOKENS);
+  if (data.length === 0) {
+    el.chartScale.textContent = '';
+    return;
+  }
+  const css = getComputedStyle(document.documentElement);
+  const colors = { compute: css.getPropertyValue('--compute'), io: css.getPropertyValue('--io'), wall: css.getPropertyValue('--wall') };
+  let max = 0;
+  for (const r of data) max = Math.max(max, r.wallMs, r.computeMs + r.ioMs);
+  max = max > 0 ? max * 1.1 : 1;
+  const pad = 3 * dpr;
+  const slot = (w - 2 * pad) / CHART_TOKENS;
+  const barW = Math.max(1, slot * 0.72);
+  const x0 = w - pad - data.length * slot;
+  const y = (ms) => h - pad - (ms / max) * (h - 2 * pad);
+  data.forEach((r, i) => {
+    const x = x0 + i * slot + (slot - barW) / 2;
+    const yc = y(r.computeMs);
+    ctx.fillStyle = colors.compute;
+    ctx.fillRect(x, yc, barW, h - pad - yc);
+    const yi = y(r.computeMs + r.ioMs);
+    ctx.fillStyle = colors.io;
+    ctx.fillRect(x, yi, barW, yc - yi);
+  });
+  ctx.strokeStyle = colors.wall;
+  ctx.lineWidth = 1.5 * dpr;
+  ctx.beginPath();
+  data.forEach((r, i) => {
+    const x = x0 + i * slot + slot / 2;
+    if (i === 0) ctx.moveTo(x, y(r.wallMs));
+    else ctx.lineTo(x, y(r.wallMs));
+  });
+  ctx.stroke();
+  el.chartScale.textContent = `top ${fmt(max, max >= 10 ? 0 : 1)} ms · last ${data.length}`;
+}
+
+// ---- state, models ------------------------------------------------------------------------
+
+async function getJson(url, init) {
+  const res = await fetch(url, init);
+  const body = await res.json().catch(() => null);
+  if (!res.ok) throw new Error(body?.error?.message ?? body?.message ?? `${url}: HTTP ${res.status}`);
+  return body;
+}
+
+function renderState() {
+  const s = state;
+  const model = s.model;
+  el.modelName.textContent = s.state === 'loading' ? `loading ${s.loadingFile ?? ''}…` : model ? model.file : 'no model';
+  const badge = s.state === 'loading' ? ['loading', 'loading'] : s.state === 'error' ? ['error', 'error'] : model?.settings ? [model.settings.mode, model.settings.mode === 'stream' ? 'streaming' : 'resident'] : null;
+  el.modelMode.hidden = !badge;
+  if (badge) {
+    el.modelMode.className = `badge ${badge[0]}`;
+    el.modelMode.textContent = badge[1];
+  }
+  el.send.disabled = s.state !== 'ready' || !!generating || el.input.value.trim() === '';
+  const hint = hintFor(s);
+  el.empty.hidden = hint === null || messages.length > 0;
+  if (hint !== null) el.empty.innerHTML = hint;
+  renderSensors(s.sensors);
+}
+
+function esc(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+}
+
+function hintFor(s) {
+  if (s.state === 'empty') {
+    return (
+      `No model yet. Put a GGUF in <code>${esc(s.modelsDir)}</code> (on Termux's home, not /sdcard), e.g.<br>` +
+      `<code>cp ~/storage/downloads/model.gguf ${esc(s.modelsDir)}/</code><br>or make the synthetic demo model:<br>` +
+      `<code>bmoe make-model --preset demo-qwen3moe --out ${esc(s.modelsDir)}/demo-qwen3moe.gguf</code><br>then pick it above.`
+    );
+  }
+  if (s.state === 'loading') return `Loading ${esc(s.loadingFile ?? 'the model')}…`;
+  if (s.state === 'error') return `Could not load the model: ${esc(s.error ?? 'unknown error')}. Pick another one above.`;
+  if (s.state === 'ready' && s.model?.settings) return `${esc(s.model.file)}: ${esc(s.model.settings.reason)}. Say something.`;
+  return null;
+}
+
+async function refreshState() {
+  try {
+    state = await getJson('/api/state');
+  } catch {
+    return; // the next poll retries
+  }
+  renderState();
+}
+
+function startPolling() {
+  if (polling) return;
+  polling = setInterval(refreshState, POLL_MS);
+}
+
+function settingsText(st) {
+  const o = st.load;
+  const parts = [`threads ${o.threads}`, `ctx ${o.contextSize}`];
+  if (o.stream) {
+    parts.unshift('--moe-stream');
+    parts.push(o.stream.cacheMb === 'auto' ? `cache auto ≤ ${o.stream.cacheCeilMb} MiB` : `cache ${o.stream.cacheMb} MiB`);
+    parts.push(`lanes ${o.stream.ioThreads}`, o.stream.overlap ? 'overlap' : 'no overlap');
+  } else {
+    parts.unshift('resident');
+  }
+  return parts.join(' · ');
+}
+
+async function openPicker() {
+  el.pickerList.innerHTML = '<li class="muted">reading the models folder…</li>';
+  if (!el.picker.open) el.picker.showModal();
+  let data;
+  try {
+    data = await getJson('/api/models');
+  } catch (err) {
+    el.pickerList.innerHTML = `<li class="muted">${esc(err.message)}</li>`;
+    return;
+  }
+  el.pickerDir.textContent = data.dir;
+  el.pickerRam.textContent = `RAM ${fmtGiB(data.device.memTotalBytes)}, ${data.device.cores} cores`;
+  el.pickerList.innerHTML = '';
+  if (data.models.length === 0) {
+    el.pickerList.innerHTML = `<li class="muted">No .gguf files in ${esc(data.dir)}.</li>`;
+    return;
+  }
+  for (const m of data.models) {
+    const li = document.createElement('li');
+    li.dataset.file = m.file;
+    if (m.file === data.current) li.classList.add('current');
+    const ram = data.device.memTotalBytes;
+    const share = Math.min(100, (100 * m.fileBytes) / ram);
+    const cls = m.settings?.tight ? 'tight' : m.settings?.mode === 'stream' ? 'over' : '';
+    li.innerHTML =
+      `<div class="row"><span class="file"></span><button type="button" class="load">Load</button></div>` +
+      `<div class="ram" title="file size against RAM"><span class="${cls}" style="width:${share.toFixed(1)}%"></span></div>` +
+      `<div class="facts"></div><div class="opts"></div><div class="why"></div>`;
+    li.querySelector('.file').textContent = m.file;
+    const facts = m.error
+      ? m.error
+      : `${fmtSize(m.fileBytes)} of ${fmtGiB(ram)} RAM (${Math.round((100 * m.fileBytes) / ram)}%) · ${m.architecture}, ${m.layers} layers` +
+        (m.experts ? `, ${m.experts} experts top-${m.expertsUsed}, dense ${fmtSize(m.denseBytes)}` : '');
+    li.querySelector('.facts').textContent = facts;
+    li.querySelector('.opts').textContent = m.settings ? settingsText(m.settings) : '';
+    li.querySelector('.why').textContent = m.settings ? m.settings.reason : '';
+    const btn = li.querySelector('.load');
+    btn.disabled = !m.settings || !!generating || state.state === 'loading';
+    btn.textContent = m.file === data.current && state.state === 'ready' ? 'Loaded' : 'Load';
+    if (m.file === data.current && state.state === 'ready') btn.disabled = true;
+    btn.addEventListener('click', () => selectModel(m.file));
+    el.pickerList.append(li);
+  }
+}
+
+async function selectModel(file) {
+  try {
+    state = await getJson('/api/models/select', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ file }),
+    });
+  } catch (err) {
+    addError(err.message);
+    return;
+  }
+  el.picker.close();
+  messages.length = 0;
+  records = [];
+  el.log.querySelectorAll('.msg').forEach((n) => n.remove());
+  renderState();
+  renderPanel();
+}
+
+// ---- chat ---------------------------------------------------------------------------------
+
+function addBubble(role, text) {
+  const div = document.createElement('div');
+  div.className = `msg ${role}`;
+  const span = document.createElement('span');
+  span.className = 'text';
+  span.textContent = text;
+  div.append(span);
+  el.log.append(div);
+  el.empty.hidden = true;
+  scrollDown();
+  return div;
+}
+
+function addError(text) {
+  const div = document.createElement('div');
+  div.className = 'msg error';
+  div.textContent = text;
+  el.log.append(div);
+  scrollDown();
+}
+
+function scrollDown() {
+  el.log.scrollTop = el.log.scrollHeight;
+}
+
+function setGenerating(g) {
+  generating = g;
+  el.send.hidden = !!g;
+  el.stop.hidden = !g;
+  renderState();
+}
+
+/** Splits an SSE byte stream into the `data:` payloads of its events. */
+async function* sseData(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buf += value;
+    let cut;
+    while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
+      const event = buf.slice(0, cut);
+      buf = buf.slice(cut).replace(/^\r?\n\r?\n/, '');
+      const data = event
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).replace(/^ /, ''))
+        .join('\n');
+      if (data) yield data;
+    }
+  }
+}
+
+function statsLine(summary, usage, stopped) {
+  if (!summary) return stopped ? 'stopped' : '';
+  const parts = [`${usage?.completion_tokens ?? summary.tokens} tokens`, `${fmt(summary.tokensPerSecond)} tok/s`];
+  if (summary.readMiB > 0) parts.push(`${fmt(summary.mibPerToken)} MiB/token from flash`);
+  if (summary.hitPercent !== null) parts.push(`cache hit ${Math.round(summary.hitPercent)}%`);
+  if (stopped) parts.push('stopped');
+  return parts.join(' · ');
+}
+
+async function send(text) {
+  if (state.state !== 'ready' || generating) return;
+  messages.push({ role: 'user', content: text });
+  addBubble('user', text);
+  const bubble = addBubble('assistant', '');
+  bubble.classList.add('streaming');
+  const textNode = bubble.querySelector('.text');
+  const controller = new AbortController();
+  setGenerating({ controller, bubble });
+  let reply = '';
+  let summary = null;
+  let usage = null;
+  let stopped = false;
+  try {
+    const res = await fetch('/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages, stream: true, max_tokens: MAX_TOKENS, temperature: TEMPERATURE }),
+      signal: controller.signal,
+    });
+    if (!res.ok || !res.body) {
+      const body = await res.json().catch(() => null);
+      throw new Error(body?.error?.message ?? `HTTP ${res.status}`);
+    }
+    for await (const data of sseData(res.body)) {
+      if (data === '[DONE]') break;
+      const chunk = JSON.parse(data);
+      if (chunk.error) throw new Error(chunk.error.message ?? 'the server reported an error');
+      const delta = chunk.choices?.[0]?.delta?.content;
+      if (delta) {
+        reply += delta;
+        textNode.textContent = reply;
+        scrollDown();
+      }
+      const token = chunk.bmoe?.token;
+      if (token && token.tokenIndex > 0) {
+        records.push(token);
+        if (records.length > 4 * CHART_TOKENS) records = records.slice(-CHART_TOKENS);
+        renderPanel();
+      } else if (token && token.memAvailableBytes !== null) {
+        setMetric(el.mem, fmtMiB(token.memAvailableBytes));
+      }
+      if (chunk.usage) usage = chunk.usage;
+      if (chunk.bmoe?.summary) summary = chunk.bmoe.summary;
+    }
+  } catch (err) {
+    if (err.name === 'AbortError') stopped = true;
+    else addError(err.message);
+  } finally {
+    bubble.classList.remove('streaming');
+    bubble.dataset.done = stopped ? 'stopped' : 'complete';
+    if (reply) messages.push({ role: 'assistant', content: reply });
+    else if (!stopped) messages.pop();
+    const line = statsLine(summary, usage, stopped);
+    if (line) {
+      const stats = document.createElement('span');
+      stats.className = 'stats';
+      stats.textContent = line;
+      bubble.append(stats);
+    }
+    setGenerating(null);
+    scrollDown();
+    refreshState();
+  }
+}
+
+// ---- wiring -------------------------------------------------------------------------------
+
+el.form.addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const text = el.input.value.trim();
+  if (!text) return;
+  el.input.value = '';
+  autosize();
+  send(text);
+});
+el.input.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+    ev.preventDefault();
+    el.form.requestSubmit();
+  }
+});
+function autosize() {
+  el.input.style.height = 'auto';
+  el.input.style.height = `${Math.min(120, el.input.scrollHeight + 2)}px`;
+  renderState();
+}
+el.input.addEventListener('input', autosize);
+el.stop.addEventListener('click', () => generating?.controller.abort());
+el.modelButton.addEventListener('click', openPicker);
+el.pickerClose.addEventListener('click', () => el.picker.close());
+window.addEventListener('resize', drawChart);
+
+refreshState().then(startPolling);
