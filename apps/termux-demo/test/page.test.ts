@@ -59,6 +59,9 @@ describe('the chat page at 360×800', () => {
     // Nothing overflows sideways on a 360 px screen.
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).toBe(0);
+    // Every panel label is readable whole (no ellipsis).
+    const cut = await page.evaluate(() => [...document.querySelectorAll('.tile .l')].filter((l) => l.scrollWidth > l.clientWidth).map((l) => l.textContent));
+    expect(cut).toEqual([]);
     expect(await page.locator('#send').isDisabled()).toBe(true);
   });
 
