@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { loadBinding } from '@bmoe/core-native';
+import { bindingSource, loadBinding } from '@bmoe/core-native';
 
 export interface ODirectProbe {
   dir: string;
@@ -31,6 +31,12 @@ export async function probeODirect(dir: string): Promise<ODirectProbe> {
     binding = loadBinding();
   } catch (err) {
     throw new Error(`the bmoe native engine does not load on this device: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  const source = bindingSource();
+  if (source.wasm) {
+    throw new Error(
+      `only the wasm32-wasi fallback of the engine loads on this device (no expert streaming): ${source.failed.join('; ') || 'BMOE_FORCE_WASM is set'}`,
+    );
   }
   await mkdir(dir, { recursive: true });
   const real = await realpath(dir);

@@ -25,6 +25,8 @@ interface Run {
 let root: string;
 let tarballs: string;
 let native: string;
+/** setup.sh copied into the simulated tree (the checkout may be unreadable to nobody). */
+let script: string;
 
 /** A fresh Termux-like tree: $root/usr (PREFIX), $root/home (HOME), shims and basic tools. */
 function makeRoot(name: string, pkgWorks = true): { dir: string; prefix: string; home: string; path: string } {
@@ -149,6 +151,8 @@ beforeAll(async () => {
   await packWorkspace(tarballs);
   // The native addon built in this checkout, copied where nobody can read it (the tarballs carry
   // no binary; on a phone it comes from @bmoe/core-native-android-arm64).
+  script = join(root, 'setup.sh');
+  copyFileSync(SETUP, script);
   native = join(root, 'bmoe.node');
   copyFileSync(join(REPO_DIR, 'packages', 'core-native', 'build', 'Release', 'bmoe.node'), native);
   mkdirSync(NPM_CACHE, { recursive: true });
@@ -177,7 +181,7 @@ describe('setup.sh', () => {
     });
 
     it('installs node with pkg, the packages from the tarballs, makes the models folder, probes it and prints the start command', async () => {
-      const r = await run(['sh', SETUP], termuxEnv(t));
+      const r = await run(['sh', script], termuxEnv(t));
       expect(r.code, r.out).toBe(0);
       expect(readFileSync(join(t.dir, 'pkg.log'), 'utf8')).toBe('pkg install -y nodejs\n');
       expect(r.out).toMatch(/^bmoe demo setup: Termux 0\.118\.3, user (nobody|\S+), home /);
@@ -199,7 +203,7 @@ describe('setup.sh', () => {
     });
 
     it('does nothing twice: a second run skips pkg and npm', async () => {
-      const r = await run(['sh', SETUP], termuxEnv(t));
+      const r = await run(['sh', script], termuxEnv(t));
       expect(r.code, r.out).toBe(0);
       expect(readFileSync(join(t.dir, 'pkg.log'), 'utf8')).toBe('pkg install -y nodejs\n');
       expect(r.out).toMatch(/node \d+\.\d+\.\d+ and npm \S+ already installed/);
@@ -248,13 +252,13 @@ describe('setup.sh', () => {
     });
 
     it('fails the probe step with one clear line when the engine cannot load', async () => {
-      const r = await run(['sh', SETUP], termuxEnv(t, { BMOE_NATIVE_PATH: join(root, 'missing.node') }));
+      const r = await run(['sh', script], termuxEnv(t, { BMOE_NATIVE_PATH: join(root, 'missing.node') }));
       expect(r.code).toBe(1);
       expect(r.out).toMatch(/setup\.sh: step "5\/6" failed: the bmoe engine could not probe .*bmoe\/models: /);
     });
 
     it('fails the install step clearly when the tarball folder is wrong', async () => {
-      const r = await run(['sh', SETUP], termuxEnv(t, { BMOE_UPGRADE: '1', BMOE_TARBALL_DIR: join(root, 'nowhere') }));
+      const r = await run(['sh', script], termuxEnv(t, { BMOE_UPGRADE: '1', BMOE_TARBALL_DIR: join(root, 'nowhere') }));
       expect(r.code).toBe(1);
       expect(r.out).toContain(`setup.sh: step "4/6" failed: BMOE_TARBALL_DIR=${join(root, 'nowhere')} is not a folder`);
     });
@@ -262,7 +266,7 @@ describe('setup.sh', () => {
 
   it('stops at step 1 with the reason when pkg cannot install nodejs', async () => {
     const t = makeRoot('broken-pkg', false);
-    const r = await run(['sh', SETUP], termuxEnv(t));
+    const r = await run(['sh', script], termuxEnv(t));
     expect(r.code).toBe(1);
     expect(readFileSync(join(t.dir, 'pkg.log'), 'utf8')).toBe('pkg install -y nodejs\n');
     expect(r.out).toContain('E: Unable to locate package nodejs');
@@ -275,7 +279,7 @@ describe('setup.sh', () => {
     const env = termuxEnv(t);
     delete env.TERMUX_VERSION;
     delete env.PREFIX;
-    const r = await run(['sh', SETUP], env);
+    const r = await run(['sh', script], env);
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/^bmoe demo setup: not Termux \(Linux\)/);
     expect(r.out).toContain('setup.sh: step "1/6" failed: Node.js >= 20.17 with npm is needed; install it with your package manager (found: none)');
