@@ -22,3 +22,4 @@ export { readVsHitSpec, renderPng, renderSvg, throughputSpec, timelineSpec, warm
 export { foldPressure, readProcessPeakRss, startPressureSampler, type PressureSample, type PressureSampler } from './pressure.js';
 export { calibrate, calibrationReport, hitError, refineCandidates, SPEC_HIT_POINTS, type CalibrateOptions, type CalibrationPoint, type CalibrationResult } from './calibrate.js';
 export { fullHitRatio, runTargets, targetRows, targetsReport, type RowResult, type TargetsOptions } from './targets.js';
+export { registerServeLoad, runServeLoad, serveLoadReport, type LatencyStats, type ServeLoadOptions, type ServeLoadResult } from './serve-load.js';
