@@ -63,8 +63,8 @@ describe('native loader', () => {
       '@bmoe/core-native-linux-riscv64-gnu: not installed',
       expect.stringMatching(new RegExp(`^${bogus.replace(/[.]/g, '\\.')}: .*(invalid ELF header|too short)`)),
     ]);
-    expect(() => loadFirst([missing, '@bmoe/core-native-wasm32-wasi'])).toThrow(
-      `no bmoe native binary could be loaded (${missing}: not built; @bmoe/core-native-wasm32-wasi: not installed)`,
+    expect(() => loadFirst([missing, '@bmoe/core-native-linux-riscv64-gnu'])).toThrow(
+      `no bmoe native binary could be loaded (${missing}: not built; @bmoe/core-native-linux-riscv64-gnu: not installed)`,
     );
   });
 

@@ -1,0 +1,556 @@
+// The wasm32-wasi build of the addon (wasm/CMakeLists.txt): the same JavaScript interface as
+// src/addon/ (binding/types.ts), for resident models only, on one thread.
+//
+// What differs from the native addon, and why:
+// - No threads in this toolchain (Debian's wasi-libc and wasm32 libc++): loadModel and generate run
+//   synchronously inside the call and return settled promises; generate calls onToken for every
+//   token before it returns, so abort() can only stop the next call.
+// - Resident only: the file is read into wasm memory (no mmap, no O_DIRECT, no memfd), so a model
+//   must fit in wasm32's 4 GiB address space; `stream` is refused with a one-line error, and
+//   streamInfo() is null. llama.cpp's lazy tensor reads are off (their 4 GiB threshold wraps on wasm32).
+// - No C++ exception runtime: errors this file can see are returned as JS errors; an exception
+//   thrown inside llama.cpp aborts the call (a trap; wasm/cxa_stubs.cpp prints its message).
+// - Chat formatting uses llama.cpp's built-in template matcher (llama_chat_apply_template), not the
+//   Jinja engine of llama.cpp's common library, which the wasm build does not include.
+#define NAPI_DISABLE_CPP_EXCEPTIONS
+#include <napi.h>
+#include <emnapi.h>
+
+#include "runtime/generator.h"
+
+#include "llama.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#ifndef BMOE_LLAMA_COMMIT
+#define BMOE_LLAMA_COMMIT "unknown"
+#endif
+
+namespace {
+
+// Errors go to JS as pending exceptions (no C++ exceptions here): helpers return false and set one.
+struct args {
+    Napi::Env env;
+    bool      ok = true;
+
+    void fail(const std::string & msg) {
+        if (ok) Napi::Error::New(env, msg).ThrowAsJavaScriptException();
+        ok = false;
+    }
+    double number(const Napi::Object & o, const char * key, double def) {
+        Napi::Value v = o.Get(key);
+        if (v.IsUndefined() || v.IsNull()) return def;
+        if (!v.IsNumber()) {
+            fail(std::string(key) + " must be a number");
+            return def;
+        }
+        return v.As<Napi::Number>().DoubleValue();
+    }
+    int64_t integer(const Napi::Object & o, const char * key, int64_t def, int64_t lo, int64_t hi) {
+        const double d = number(o, key, (double) def);
+        if (d != (double) (int64_t) d || d < (double) lo || d > (double) hi) {
+            fail(std::string(key) + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+            return def;
+        }
+        return (int64_t) d;
+    }
+    bool boolean(const Napi::Object & o, const char * key, bool def) {
+        Napi::Value v = o.Get(key);
+        if (v.IsUndefined() || v.IsNull()) return def;
+        if (!v.IsBoolean()) {
+            fail(std::string(key) + " must be a boolean");
+            return def;
+        }
+        return v.As<Napi::Boolean>().Value();
+    }
+    std::string string(const Napi::Object & o, const char * key, const std::string & def) {
+        Napi::Value v = o.Get(key);
+        if (v.IsUndefined() || v.IsNull()) return def;
+        if (!v.IsString()) {
+            fail(std::string(key) + " must be a string");
+            return def;
+        }
+        return v.As<Napi::String>().Utf8Value();
+    }
+};
+
+struct model_holder {
+    llama_model * model = nullptr;
+    ~model_holder() {
+        if (model) llama_model_free(model);
+    }
+};
+
+// A typed array made here lives in JS memory; what C++ wrote through Data() went to a copy in wasm
+// memory (emnapi): copy it over to the JS side.
+template <class T> T synced(Napi::Env env, T arr) {
+    napi_value v = arr;
+    emnapi_sync_memory(env, false, &v, 0, NAPI_AUTO_LENGTH);
+    return arr;
+}
+
+Napi::Promise resolved(Napi::Env env, Napi::Value v) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Resolve(v);
+    return d.Promise();
+}
+
+Napi::Promise rejected(Napi::Env env, const std::string & msg) {
+    auto d = Napi::Promise::Deferred::New(env);
+    d.Reject(Napi::Error::New(env, msg).Value());
+    return d.Promise();
+}
+
+// ---- Context ------------------------------------------------------------------------------------
+
+class context_wrap : public Napi::ObjectWrap<context_wrap> {
+  public:
+    static Napi::FunctionReference * constructor;
+    std::shared_ptr<model_holder> model;
+    llama_context *               ctx = nullptr;
+    std::unique_ptr<generator>    gen;
+
+    static void init(Napi::Env env, Napi::Object exports) {
+        Napi::Function fn = DefineClass(env, "Context", {
+            InstanceMethod("generate", &context_wrap::generate),
+            InstanceMethod("abort", &context_wrap::abort),
+            InstanceMethod("reset", &context_wrap::reset),
+            InstanceMethod("close", &context_wrap::close),
+        });
+        constructor = new Napi::FunctionReference(Napi::Persistent(fn));
+        exports.Set("Context", fn);
+    }
+
+    explicit context_wrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<context_wrap>(info) {}
+    ~context_wrap() override { free_context(); }
+
+    void free_context() {
+        gen.reset();
+        if (ctx) llama_free(ctx);
+        ctx = nullptr;
+        model.reset();
+    }
+
+    static Napi::Object token_event_to_js(Napi::Env env, const token_event & ev) {
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("index", ev.index);
+        o.Set("token", ev.token);
+        Napi::Uint8Array piece = Napi::Uint8Array::New(env, ev.piece.size());
+        std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
+        o.Set("piece", synced(env, piece));
+        o.Set("isEog", ev.is_eog);
+        const token_metrics & m = ev.metrics;
+        Napi::Object mo = Napi::Object::New(env);
+        mo.Set("wallMs", m.wall_ms);
+        mo.Set("computeMs", m.compute_ms);
+        mo.Set("ioMs", m.io_ms);
+        mo.Set("stallMs", m.stall_ms);
+        mo.Set("mgmtMs", m.mgmt_ms);
+        mo.Set("readBytes", (double) m.read_bytes);
+        mo.Set("expertHits", (double) m.expert_hits);
+        mo.Set("expertMisses", (double) m.expert_misses);
+        mo.Set("cacheResidentBytes", (double) m.cache_resident_bytes);
+        mo.Set("prefetchIssued", (double) m.prefetch_issued);
+        mo.Set("prefetchUseful", (double) m.prefetch_useful);
+        mo.Set("majorFaults", (double) m.major_faults);
+        mo.Set("minorFaults", (double) m.minor_faults);
+        mo.Set("cpuMs", m.cpu_ms);
+        mo.Set("rssBytes", (double) m.rss_bytes);
+        o.Set("metrics", mo);
+        if (!ev.logits.empty()) {
+            Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
+            std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());
+            o.Set("logits", synced(env, lg));
+        }
+        return o;
+    }
+
+    Napi::Value generate(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        if (!ctx) return rejected(env, "the context is closed");
+        if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction()) {
+            return rejected(env, "generate(request, onToken): request must be an object and onToken a function");
+        }
+        Napi::Object r = info[0].As<Napi::Object>();
+        Napi::Function on_token = info[1].As<Napi::Function>();
+        Napi::Value tv = r.Get("tokens");
+        if (!tv.IsTypedArray() || tv.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+            return rejected(env, "tokens must be an Int32Array");
+        }
+        args a{ env };
+        generate_request req;
+        Napi::Int32Array toks = tv.As<Napi::Int32Array>();
+        req.tokens.assign(toks.Data(), toks.Data() + toks.ElementLength());
+        req.max_tokens  = (int32_t) a.integer(r, "maxTokens", 256, 0, 1 << 24);
+        req.want_logits = a.boolean(r, "logits", false);
+        Napi::Value sv = r.Get("sampling");
+        if (sv.IsObject()) {
+            Napi::Object s = sv.As<Napi::Object>();
+            req.sampling.temperature = (float) a.number(s, "temperature", 0.0);
+            req.sampling.top_k       = (int32_t) a.integer(s, "topK", 40, 0, 1 << 24);
+            req.sampling.top_p       = (float) a.number(s, "topP", 0.95);
+            req.sampling.seed        = (uint32_t) a.integer(s, "seed", 0, 0, 0xFFFFFFFFLL);
+        }
+        if (!a.ok) return env.Undefined();
+        gen->abort_flag.store(false);
+        bool js_failed = false;
+        // generator::run reports its own failures by throwing, which this build cannot catch;
+        // its inputs are checked above and by the engine, and an empty prompt is refused here.
+        if (req.tokens.empty()) return rejected(env, "generate: the prompt has no tokens");
+        const generate_result res = gen->run(req, [&](token_event && ev) {
+            if (js_failed) return;
+            on_token.Call({ token_event_to_js(env, ev) });
+            if (env.IsExceptionPending()) {
+                js_failed = true;
+                gen->abort_flag.store(true);
+            }
+        });
+        if (js_failed) {
+            Napi::Error e = env.GetAndClearPendingException();
+            auto d = Napi::Promise::Deferred::New(env);
+            d.Reject(e.Value());
+            return d.Promise();
+        }
+        Napi::Object o = Napi::Object::New(env);
+        o.Set("stopReason", res.stop_reason);
+        o.Set("nPromptTokens", res.n_prompt);
+        o.Set("nPromptReused", res.n_prompt_reused);
+        o.Set("promptMs", res.prompt_ms);
+        o.Set("nGenerated", res.n_generated);
+        return resolved(env, o);
+    }
+
+    Napi::Value abort(const Napi::CallbackInfo & info) {
+        if (gen) gen->abort_flag.store(true);
+        return info.Env().Undefined();
+    }
+    Napi::Value reset(const Napi::CallbackInfo & info) {
+        if (gen) gen->reset();
+        return info.Env().Undefined();
+    }
+    Napi::Value close(const Napi::CallbackInfo & info) {
+        free_context();
+        return info.Env().Undefined();
+    }
+};
+Napi::FunctionReference * context_wrap::constructor = nullptr;
+
+// ---- Model --------------------------------------------------------------------------------------
+
+class model_wrap : public Napi::ObjectWrap<model_wrap> {
+  public:
+    static Napi::FunctionReference * constructor;
+    std::shared_ptr<model_holder> state;
+
+    static void init(Napi::Env env, Napi::Object exports) {
+        Napi::Function fn = DefineClass(env, "Model", {
+            InstanceMethod("info", &model_wrap::info),
+            InstanceMethod("tokenize", &model_wrap::tokenize),
+            InstanceMethod("detokenize", &model_wrap::detokenize),
+            InstanceMethod("applyChatTemplate", &model_wrap::apply_chat_template),
+            InstanceMethod("createContext", &model_wrap::create_context),
+            InstanceMethod("close", &model_wrap::close),
+            InstanceMethod("streamInfo", &model_wrap::stream_info),
+        });
+        constructor = new Napi::FunctionReference(Napi::Persistent(fn));
+        exports.Set("Model", fn);
+    }
+
+    explicit model_wrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<model_wrap>(info) {}
+
+    const llama_model * live(Napi::Env env) {
+        if (!state) {
+            Napi::Error::New(env, "the model is closed").ThrowAsJavaScriptException();
+            return nullptr;
+        }
+        return state->model;
+    }
+
+    Napi::Value info(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        const llama_model * m = live(env);
+        if (!m) return env.Undefined();
+        Napi::Object o = Napi::Object::New(env);
+        char buf[1024];
+        auto meta = [&](const char * key) -> std::string {
+            const int32_t n = llama_model_meta_val_str(m, key, buf, sizeof(buf));
+            return n >= 0 ? std::string(buf) : std::string();
+        };
+        const std::string arch = meta("general.architecture");
+        auto meta_int = [&](const std::string & key) -> double {
+            const std::string v = meta(key.c_str());
+            return v.empty() ? 0.0 : std::strtod(v.c_str(), nullptr);
+        };
+        llama_model_desc(m, buf, sizeof(buf));
+        o.Set("architecture", arch);
+        o.Set("name", meta("general.name"));
+        o.Set("description", std::string(buf));
+        o.Set("nParams", (double) llama_model_n_params(m));
+        o.Set("sizeBytes", (double) llama_model_size(m));
+        o.Set("nCtxTrain", llama_model_n_ctx_train(m));
+        o.Set("nEmbd", llama_model_n_embd(m));
+        o.Set("nLayer", llama_model_n_layer(m));
+        o.Set("nHead", llama_model_n_head(m));
+        o.Set("nHeadKv", llama_model_n_head_kv(m));
+        o.Set("nVocab", llama_vocab_n_tokens(llama_model_get_vocab(m)));
+        o.Set("nExpert", meta_int(arch + ".expert_count"));
+        o.Set("nExpertUsed", meta_int(arch + ".expert_used_count"));
+        const char * tmpl = llama_model_chat_template(m, nullptr);
+        o.Set("chatTemplate", tmpl ? Napi::Value(Napi::String::New(env, tmpl)) : env.Null());
+        Napi::Object all = Napi::Object::New(env);
+        const int32_t n = llama_model_meta_count(m);
+        std::vector<char> val(1 << 16);
+        for (int32_t i = 0; i < n; i++) {
+            if (llama_model_meta_key_by_index(m, i, buf, sizeof(buf)) < 0) continue;
+            if (llama_model_meta_val_str_by_index(m, i, val.data(), val.size()) < 0) continue;
+            all.Set(buf, std::string(val.data()));
+        }
+        o.Set("meta", all);
+        return o;
+    }
+
+    Napi::Value tokenize(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        const llama_model * m = live(env);
+        if (!m) return env.Undefined();
+        if (info.Length() < 1 || !info[0].IsString()) {
+            Napi::TypeError::New(env, "tokenize(text, addSpecial, parseSpecial): text must be a string").ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        const llama_vocab * vocab = llama_model_get_vocab(m);
+        const std::string text = info[0].As<Napi::String>().Utf8Value();
+        const bool add_special   = info.Length() > 1 && info[1].ToBoolean().Value();
+        const bool parse_special = info.Length() > 2 && info[2].ToBoolean().Value();
+        std::vector<llama_token> toks(text.size() + 8);
+        int32_t n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
+        if (n < 0) {
+            toks.resize((size_t) -n);
+            n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
+        }
+        if (n < 0) {
+            Napi::Error::New(env, "tokenize failed").ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        Napi::Int32Array out = Napi::Int32Array::New(env, (size_t) n);
+        std::copy(toks.begin(), toks.begin() + n, out.Data());
+        return synced(env, out);
+    }
+
+    Napi::Value detokenize(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        const llama_model * m = live(env);
+        if (!m) return env.Undefined();
+        if (info.Length() < 1 || !info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+            Napi::TypeError::New(env, "detokenize(tokens): tokens must be an Int32Array").ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        const llama_vocab * vocab = llama_model_get_vocab(m);
+        Napi::Int32Array toks = info[0].As<Napi::Int32Array>();
+        std::string out(toks.ElementLength() * 8 + 16, '\0');
+        int32_t n = llama_detokenize(vocab, toks.Data(), (int32_t) toks.ElementLength(), out.data(), (int32_t) out.size(), false, false);
+        if (n < 0) {
+            out.resize((size_t) -n);
+            n = llama_detokenize(vocab, toks.Data(), (int32_t) toks.ElementLength(), out.data(), (int32_t) out.size(), false, false);
+        }
+        out.resize(n > 0 ? (size_t) n : 0);
+        return Napi::String::New(env, out);
+    }
+
+    Napi::Value apply_chat_template(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        const llama_model * m = live(env);
+        if (!m) return env.Undefined();
+        if (info.Length() < 1 || !info[0].IsArray()) {
+            Napi::TypeError::New(env, "applyChatTemplate(messages, opts): messages must be an array").ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        args a{ env };
+        bool chatml = false, add_assistant = true;
+        if (info.Length() > 1 && info[1].IsObject()) {
+            chatml        = a.boolean(info[1].As<Napi::Object>(), "chatml", false);
+            add_assistant = a.boolean(info[1].As<Napi::Object>(), "addAssistant", true);
+        }
+        Napi::Array arr = info[0].As<Napi::Array>();
+        std::vector<std::string> roles, contents;
+        for (uint32_t i = 0; i < arr.Length() && a.ok; i++) {
+            Napi::Value v = arr.Get(i);
+            if (!v.IsObject()) {
+                a.fail("messages[" + std::to_string(i) + "] must be an object");
+                break;
+            }
+            roles.push_back(a.string(v.As<Napi::Object>(), "role", ""));
+            contents.push_back(a.string(v.As<Napi::Object>(), "content", ""));
+        }
+        if (!a.ok) return env.Undefined();
+        std::vector<llama_chat_message> msgs;
+        for (size_t i = 0; i < roles.size(); i++) msgs.push_back({ roles[i].c_str(), contents[i].c_str() });
+        const char * tmpl = chatml ? "chatml" : llama_model_chat_template(m, nullptr);
+        if (!tmpl) tmpl = "chatml";
+        std::vector<char> buf(4096);
+        int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(), (int32_t) buf.size());
+        if (n > (int32_t) buf.size()) {
+            buf.resize((size_t) n);
+            n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(), (int32_t) buf.size());
+        }
+        if (n < 0) {
+            Napi::Error::New(env, "chat template: this model's template is not one llama.cpp recognises without Jinja (the wasm32-wasi build has no Jinja); use chatml")
+                .ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        return Napi::String::New(env, std::string(buf.data(), (size_t) n));
+    }
+
+    Napi::Value create_context(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        if (!live(env)) return env.Undefined();
+        if (info.Length() < 1 || !info[0].IsObject()) {
+            Napi::TypeError::New(env, "createContext(params) must be an object").ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        args a{ env };
+        Napi::Object p = info[0].As<Napi::Object>();
+        llama_context_params cp = llama_context_default_params();
+        cp.n_ctx           = (uint32_t) a.integer(p, "nCtx", 4096, 16, 1 << 20);
+        cp.n_batch         = (uint32_t) a.integer(p, "nBatch", 512, 1, 1 << 16);
+        cp.n_ubatch        = std::min((uint32_t) a.integer(p, "nUbatch", 512, 1, 1 << 16), cp.n_batch);
+        cp.n_threads       = 1;
+        cp.n_threads_batch = 1;
+        cp.no_perf         = true;
+        if (!a.ok) return env.Undefined();
+        llama_context * ctx = llama_init_from_model(state->model, cp);
+        if (!ctx) {
+            Napi::Error::New(env, "could not create a context (n_ctx " + std::to_string(cp.n_ctx) + ")").ThrowAsJavaScriptException();
+            return env.Undefined();
+        }
+        Napi::Object obj = context_wrap::constructor->New({});
+        context_wrap * c = context_wrap::Unwrap(obj);
+        c->model       = state;
+        c->ctx         = ctx;
+        c->gen         = std::make_unique<generator>();
+        c->gen->ctx     = ctx;
+        c->gen->vocab   = llama_model_get_vocab(state->model);
+        c->gen->n_batch = (int32_t) cp.n_batch;
+        llama_set_abort_callback(ctx, [](void * data) { return static_cast<generator *>(data)->abort_flag.load(); }, c->gen.get());
+        return obj;
+    }
+
+    Napi::Value close(const Napi::CallbackInfo & info) {
+        state.reset();
+        return info.Env().Undefined();
+    }
+    Napi::Value stream_info(const Napi::CallbackInfo & info) { return info.Env().Null(); }
+};
+Napi::FunctionReference * model_wrap::constructor = nullptr;
+
+// ---- Module -------------------------------------------------------------------------------------
+
+Napi::Value load_model(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsObject()) return rejected(env, "loadModel(params) must be an object");
+    Napi::Object o = info[0].As<Napi::Object>();
+    args a{ env };
+    const std::string path = a.string(o, "path", "");
+    if (!a.ok) return env.Undefined();
+    if (path.empty()) return rejected(env, "path must be a non-empty string");
+    Napi::Value sv = o.Get("stream");
+    if (sv.IsObject()) {
+        return rejected(env, path + ": expert streaming (--moe-stream) needs a native build; the wasm32-wasi build runs resident models only");
+    }
+    if (a.boolean(o, "repack", false)) return rejected(env, "repack is not available in the wasm32-wasi build");
+    std::vector<llama_model_kv_override> kv;
+    Napi::Value kvv = o.Get("kvOverrides");
+    if (kvv.IsArray()) {
+        Napi::Array arr = kvv.As<Napi::Array>();
+        for (uint32_t i = 0; i < arr.Length() && a.ok; i++) {
+            Napi::Object e = arr.Get(i).As<Napi::Object>();
+            llama_model_kv_override ov{};
+            const std::string key  = a.string(e, "key", "");
+            const std::string type = a.string(e, "type", "");
+            if (key.empty() || key.size() >= sizeof(ov.key)) return rejected(env, "kvOverrides[" + std::to_string(i) + "].key must be 1..127 characters");
+            std::strncpy(ov.key, key.c_str(), sizeof(ov.key) - 1);
+            if (type == "int") {
+                ov.tag = LLAMA_KV_OVERRIDE_TYPE_INT;
+                ov.val_i64 = a.integer(e, "value", 0, INT64_MIN / 2, INT64_MAX / 2);
+            } else if (type == "float") {
+                ov.tag = LLAMA_KV_OVERRIDE_TYPE_FLOAT;
+                ov.val_f64 = a.number(e, "value", 0);
+            } else if (type == "bool") {
+                ov.tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
+                ov.val_bool = a.boolean(e, "value", false);
+            } else if (type == "str") {
+                ov.tag = LLAMA_KV_OVERRIDE_TYPE_STR;
+                const std::string s = a.string(e, "value", "");
+                if (s.size() >= sizeof(ov.val_str)) return rejected(env, "kvOverrides[" + std::to_string(i) + "].value is too long");
+                std::strncpy(ov.val_str, s.c_str(), sizeof(ov.val_str) - 1);
+            } else {
+                return rejected(env, "kvOverrides[" + std::to_string(i) + "].type must be int, float, bool or str");
+            }
+            kv.push_back(ov);
+        }
+    }
+    if (!a.ok) return env.Undefined();
+    FILE * f = std::fopen(path.c_str(), "rb");
+    if (!f) return rejected(env, path + ": " + std::strerror(errno));
+    std::fclose(f);
+
+    llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers    = 0;
+    mp.load_mode       = LLAMA_LOAD_MODE_NONE; // read into memory: no mmap here
+    mp.lazy_mode       = LLAMA_LAZY_MODE_OFF;  // its 4 GiB threshold wraps to 0 on wasm32
+    mp.use_extra_bufts = false;                // as the native build's default (-nr)
+    if (!kv.empty()) {
+        kv.emplace_back();
+        kv.back().key[0] = '\0';
+        mp.kv_overrides = kv.data();
+    }
+    llama_model * model = llama_model_load_from_file(path.c_str(), mp);
+    if (!model) return rejected(env, path + ": llama.cpp could not load the model");
+    auto holder = std::make_shared<model_holder>();
+    holder->model = model;
+    Napi::Object obj = model_wrap::constructor->New({});
+    model_wrap::Unwrap(obj)->state = holder;
+    return resolved(env, obj);
+}
+
+Napi::Value build_info(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("llamaCommit", BMOE_LLAMA_COMMIT);
+    o.Set("system", llama_print_system_info());
+    o.Set("variant", "wasm32-wasi");
+    o.Set("overlapSupported", false);
+    return o;
+}
+
+Napi::Value read_ceiling(const Napi::CallbackInfo & info) {
+    Napi::Error::New(info.Env(), "readCeiling needs O_DIRECT and threads: not available in the wasm32-wasi build").ThrowAsJavaScriptException();
+    return info.Env().Undefined();
+}
+
+// llama.cpp's log goes to stderr only with BMOE_LLAMA_LOG=1, as in the native build.
+void quiet_log(enum ggml_log_level level, const char * text, void *) {
+    static const bool on = std::getenv("BMOE_LLAMA_LOG") != nullptr;
+    if (on || level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+Napi::Object init(Napi::Env env, Napi::Object exports) {
+    llama_log_set(quiet_log, nullptr);
+    llama_backend_init();
+    model_wrap::init(env, exports);
+    context_wrap::init(env, exports);
+    exports.Set("loadModel", Napi::Function::New(env, load_model));
+    exports.Set("buildInfo", Napi::Function::New(env, build_info));
+    exports.Set("readCeiling", Napi::Function::New(env, read_ceiling));
+    return exports;
+}
+
+} // namespace
+
+NODE_API_MODULE(bmoe, init)
