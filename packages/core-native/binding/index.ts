@@ -4,19 +4,30 @@
 // wasm32-wasi package as the fallback. BMOE_FORCE_WASM=1 loads only the wasm build. When nothing
 // loads, the one-line error lists every candidate and why it failed.
 import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NativeBinding } from './types.js';
-import { ENV_FORCE_WASM, envFlag, isWasmCandidate, platformPackageName as packageFor, selectCandidates, type LoaderHost } from './select.js';
+import {
+  ENV_FORCE_WASM,
+  envFlag,
+  isWasmCandidate,
+  missingCpuFeatures,
+  platformPackageName as packageFor,
+  platformTarget,
+  selectCandidates,
+  type LoaderHost,
+} from './select.js';
 
 export type * from './types.js';
 export {
+  BASELINE_FEATURES,
   ENV_FORCE_WASM,
   ENV_NATIVE_PATH,
   PREBUILT_TARGETS,
   WASM_PACKAGE,
   isWasmCandidate,
+  missingCpuFeatures,
   platformTarget,
   selectCandidates,
   type LoaderHost,
@@ -47,6 +58,14 @@ function hostLibc(): 'glibc' | 'musl' {
   return report?.header?.glibcVersionRuntime ? 'glibc' : 'musl';
 }
 
+function readCpuinfo(): string | undefined {
+  try {
+    return readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
 /** This process as a LoaderHost. */
 export function currentHost(): LoaderHost {
   return { platform: process.platform, arch: process.arch, libc: hostLibc(), env: process.env };
@@ -73,10 +92,19 @@ function firstLine(e: unknown): string {
 /**
  * Tries `candidates` in order (files by path, packages by name) and returns the first that loads,
  * with what failed before it; throws one line naming every candidate and its failure.
+ * `precheck` may refuse a candidate before it is loaded (returns the reason).
  */
-export function loadFirst(candidates: readonly string[]): { binding: NativeBinding; source: BindingSource } {
+export function loadFirst(
+  candidates: readonly string[],
+  precheck: (candidate: string) => string | undefined = () => undefined,
+): { binding: NativeBinding; source: BindingSource } {
   const failed: string[] = [];
   for (const candidate of candidates) {
+    const refused = precheck(candidate);
+    if (refused) {
+      failed.push(`${candidate}: ${refused}`);
+      continue;
+    }
     const isFile = isAbsolute(candidate);
     if (isFile && !existsSync(candidate)) {
       failed.push(`${candidate}: not built`);
@@ -102,7 +130,12 @@ export function loadFirst(candidates: readonly string[]): { binding: NativeBindi
 export function loadBinding(): NativeBinding {
   if (cached) return cached.binding;
   const host = currentHost();
-  cached = loadFirst(bindingCandidates(host));
+  cached = loadFirst(bindingCandidates(host), (candidate) => {
+    // A prebuilt platform package needs its CPU baseline (a local build was made for this machine).
+    if (candidate !== packageFor(host)) return undefined;
+    const missing = missingCpuFeatures(platformTarget(host), readCpuinfo());
+    return missing.length > 0 ? `this CPU lacks ${missing.join(', ')} (the prebuilt's baseline; build from source or use the wasm build)` : undefined;
+  });
   const { source } = cached;
   if (source.wasm && !envFlag(host.env[ENV_FORCE_WASM])) {
     process.emitWarning(

@@ -72,3 +72,29 @@ export function selectCandidates(host: LoaderHost, local: LocalBuilds = {}): str
 export function isWasmCandidate(candidate: string): boolean {
   return candidate === WASM_PACKAGE || candidate.endsWith('.wasi.cjs');
 }
+
+/**
+ * The CPU features each prebuilt binary was compiled for (its baseline), as /proc/cpuinfo names
+ * them: x86-64-v3 for linux-x64-gnu, armv8.2-a+dotprod+fp16 for the arm64 targets. Loading a
+ * binary on a CPU without them would end the process with SIGILL at the first kernel, so the
+ * loader checks first and moves on to the next candidate (the wasm build).
+ */
+export const BASELINE_FEATURES: Readonly<Record<string, readonly string[]>> = {
+  'linux-x64-gnu': ['avx2', 'fma', 'f16c', 'bmi2'],
+  'linux-arm64-gnu': ['asimddp', 'fphp', 'asimdhp'],
+  'android-arm64': ['asimddp', 'fphp', 'asimdhp'],
+};
+
+/**
+ * Baseline features of `target` that this /proc/cpuinfo text does not list. Empty when all are
+ * there, and also when nothing can be told (no text, no flags/Features line, a target without a
+ * baseline): then the binary is simply tried.
+ */
+export function missingCpuFeatures(target: string, cpuinfo: string | undefined): string[] {
+  const need = BASELINE_FEATURES[target];
+  if (!need || !cpuinfo) return [];
+  const line = cpuinfo.split('\n').find((l) => /^(flags|Features)\s*:/.test(l));
+  if (!line) return [];
+  const have = new Set(line.slice(line.indexOf(':') + 1).trim().split(/\s+/));
+  return need.filter((f) => !have.has(f));
+}

@@ -1,6 +1,6 @@
 // Which binary each platform tries, in which order (pure: no binary needed).
 import { describe, expect, it } from 'vitest';
-import { platformPackageName, platformTarget, selectCandidates, type LoaderHost } from '../binding/select.js';
+import { missingCpuFeatures, platformPackageName, platformTarget, selectCandidates, type LoaderHost } from '../binding/select.js';
 
 const host = (over: Partial<LoaderHost> = {}): LoaderHost => ({ platform: 'linux', arch: 'x64', libc: 'glibc', env: {}, ...over });
 const local = { nativeFile: '/ck/build/Release/bmoe.node', wasmFile: '/ck/npm/wasm32-wasi/bmoe.wasi.cjs' };
@@ -39,5 +39,29 @@ describe('candidate order', () => {
     for (const v of ['0', '', 'false', 'off']) {
       expect(selectCandidates(host({ env: { BMOE_FORCE_WASM: v } }), local)[0]).toBe(local.nativeFile);
     }
+  });
+});
+
+describe('CPU baseline of the prebuilt binaries', () => {
+  const x64 = 'processor\t: 0\nflags\t\t: fpu sse4_2 avx f16c avx2 fma bmi2 avx512f\n';
+  const oldX64 = 'processor\t: 0\nflags\t\t: fpu sse4_2 avx popcnt\n';
+  const a55 = 'processor\t: 0\nFeatures\t: fp asimd evtstrm aes crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp\n';
+  const a53 = 'processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 cpuid\n';
+
+  it('accepts CPUs that have it', () => {
+    expect(missingCpuFeatures('linux-x64-gnu', x64)).toEqual([]);
+    expect(missingCpuFeatures('android-arm64', a55)).toEqual([]);
+    expect(missingCpuFeatures('linux-arm64-gnu', a55)).toEqual([]);
+  });
+
+  it('names what an older CPU lacks (the loader then moves on to the wasm build)', () => {
+    expect(missingCpuFeatures('linux-x64-gnu', oldX64)).toEqual(['avx2', 'fma', 'f16c', 'bmi2']);
+    expect(missingCpuFeatures('android-arm64', a53)).toEqual(['asimddp', 'fphp', 'asimdhp']);
+  });
+
+  it('tries the binary when nothing can be told', () => {
+    expect(missingCpuFeatures('linux-x64-gnu', undefined)).toEqual([]);
+    expect(missingCpuFeatures('linux-x64-gnu', 'no flags here')).toEqual([]);
+    expect(missingCpuFeatures('darwin-arm64', x64)).toEqual([]);
   });
 });
