@@ -1,6 +1,7 @@
 #include "context_wrap.h"
 
 #include "args.h"
+#include "js_objects.h"
 
 #include "../runtime/log_capture.h"
 #include "../stream/streamer.h"
@@ -92,24 +93,7 @@ static Napi::Object token_event_to_js(Napi::Env env, const token_event & ev) {
     std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
     o.Set("piece", piece);
     o.Set("isEog", ev.is_eog);
-    const token_metrics & m = ev.metrics;
-    Napi::Object mo = Napi::Object::New(env);
-    mo.Set("wallMs", m.wall_ms);
-    mo.Set("computeMs", m.compute_ms);
-    mo.Set("ioMs", m.io_ms);
-    mo.Set("stallMs", m.stall_ms);
-    mo.Set("mgmtMs", m.mgmt_ms);
-    mo.Set("readBytes", (double) m.read_bytes);
-    mo.Set("expertHits", (double) m.expert_hits);
-    mo.Set("expertMisses", (double) m.expert_misses);
-    mo.Set("cacheResidentBytes", (double) m.cache_resident_bytes);
-    mo.Set("prefetchIssued", (double) m.prefetch_issued);
-    mo.Set("prefetchUseful", (double) m.prefetch_useful);
-    mo.Set("majorFaults", (double) m.major_faults);
-    mo.Set("minorFaults", (double) m.minor_faults);
-    mo.Set("cpuMs", m.cpu_ms);
-    mo.Set("rssBytes", (double) m.rss_bytes);
-    o.Set("metrics", mo);
+    o.Set("metrics", token_metrics_to_js(env, ev.metrics));
     if (!ev.logits.empty()) {
         Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
         std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());

@@ -2,6 +2,7 @@
 
 #include "args.h"
 #include "context_wrap.h"
+#include "js_objects.h"
 
 #include "../runtime/chat_format.h"
 #include "../stream/streamer.h"
@@ -40,47 +41,7 @@ model_state & model_wrap::live(Napi::Env env) {
 }
 
 Napi::Value model_wrap::info(const Napi::CallbackInfo & info) {
-    Napi::Env env = info.Env();
-    const llama_model * m = live(env).model;
-    Napi::Object o = Napi::Object::New(env);
-    char buf[1024];
-
-    auto meta = [&](const char * key) -> std::string {
-        const int32_t n = llama_model_meta_val_str(m, key, buf, sizeof(buf));
-        return n >= 0 ? std::string(buf) : std::string();
-    };
-    const std::string arch = meta("general.architecture");
-    auto meta_int = [&](const std::string & key) -> double {
-        const std::string v = meta(key.c_str());
-        return v.empty() ? 0.0 : std::stod(v);
-    };
-    llama_model_desc(m, buf, sizeof(buf));
-    o.Set("architecture", arch);
-    o.Set("name", meta("general.name"));
-    o.Set("description", std::string(buf));
-    o.Set("nParams", (double) llama_model_n_params(m));
-    o.Set("sizeBytes", (double) llama_model_size(m));
-    o.Set("nCtxTrain", llama_model_n_ctx_train(m));
-    o.Set("nEmbd", llama_model_n_embd(m));
-    o.Set("nLayer", llama_model_n_layer(m));
-    o.Set("nHead", llama_model_n_head(m));
-    o.Set("nHeadKv", llama_model_n_head_kv(m));
-    o.Set("nVocab", llama_vocab_n_tokens(llama_model_get_vocab(m)));
-    o.Set("nExpert", meta_int(arch + ".expert_count"));
-    o.Set("nExpertUsed", meta_int(arch + ".expert_used_count"));
-    const char * tmpl = llama_model_chat_template(m, nullptr);
-    o.Set("chatTemplate", tmpl ? Napi::Value(Napi::String::New(env, tmpl)) : env.Null());
-
-    Napi::Object all = Napi::Object::New(env);
-    const int32_t n = llama_model_meta_count(m);
-    std::vector<char> val(1 << 16);
-    for (int32_t i = 0; i < n; i++) {
-        if (llama_model_meta_key_by_index(m, i, buf, sizeof(buf)) < 0) continue;
-        if (llama_model_meta_val_str_by_index(m, i, val.data(), val.size()) < 0) continue;
-        all.Set(buf, std::string(val.data()));
-    }
-    o.Set("meta", all);
-    return o;
+    return model_info_to_js(info.Env(), live(info.Env()).model);
 }
 
 Napi::Value model_wrap::tokenize(const Napi::CallbackInfo & info) {

@@ -16,6 +16,7 @@
 #include <napi.h>
 #include <emnapi.h>
 
+#include "addon/js_objects.h"
 #include "runtime/generator.h"
 
 #include "llama.h"
@@ -146,24 +147,7 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
         std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
         o.Set("piece", synced(env, piece));
         o.Set("isEog", ev.is_eog);
-        const token_metrics & m = ev.metrics;
-        Napi::Object mo = Napi::Object::New(env);
-        mo.Set("wallMs", m.wall_ms);
-        mo.Set("computeMs", m.compute_ms);
-        mo.Set("ioMs", m.io_ms);
-        mo.Set("stallMs", m.stall_ms);
-        mo.Set("mgmtMs", m.mgmt_ms);
-        mo.Set("readBytes", (double) m.read_bytes);
-        mo.Set("expertHits", (double) m.expert_hits);
-        mo.Set("expertMisses", (double) m.expert_misses);
-        mo.Set("cacheResidentBytes", (double) m.cache_resident_bytes);
-        mo.Set("prefetchIssued", (double) m.prefetch_issued);
-        mo.Set("prefetchUseful", (double) m.prefetch_useful);
-        mo.Set("majorFaults", (double) m.major_faults);
-        mo.Set("minorFaults", (double) m.minor_faults);
-        mo.Set("cpuMs", m.cpu_ms);
-        mo.Set("rssBytes", (double) m.rss_bytes);
-        o.Set("metrics", mo);
+        o.Set("metrics", token_metrics_to_js(env, ev.metrics));
         if (!ev.logits.empty()) {
             Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
             std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());
@@ -277,43 +261,7 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
         Napi::Env env = info.Env();
         const llama_model * m = live(env);
         if (!m) return env.Undefined();
-        Napi::Object o = Napi::Object::New(env);
-        char buf[1024];
-        auto meta = [&](const char * key) -> std::string {
-            const int32_t n = llama_model_meta_val_str(m, key, buf, sizeof(buf));
-            return n >= 0 ? std::string(buf) : std::string();
-        };
-        const std::string arch = meta("general.architecture");
-        auto meta_int = [&](const std::string & key) -> double {
-            const std::string v = meta(key.c_str());
-            return v.empty() ? 0.0 : std::strtod(v.c_str(), nullptr);
-        };
-        llama_model_desc(m, buf, sizeof(buf));
-        o.Set("architecture", arch);
-        o.Set("name", meta("general.name"));
-        o.Set("description", std::string(buf));
-        o.Set("nParams", (double) llama_model_n_params(m));
-        o.Set("sizeBytes", (double) llama_model_size(m));
-        o.Set("nCtxTrain", llama_model_n_ctx_train(m));
-        o.Set("nEmbd", llama_model_n_embd(m));
-        o.Set("nLayer", llama_model_n_layer(m));
-        o.Set("nHead", llama_model_n_head(m));
-        o.Set("nHeadKv", llama_model_n_head_kv(m));
-        o.Set("nVocab", llama_vocab_n_tokens(llama_model_get_vocab(m)));
-        o.Set("nExpert", meta_int(arch + ".expert_count"));
-        o.Set("nExpertUsed", meta_int(arch + ".expert_used_count"));
-        const char * tmpl = llama_model_chat_template(m, nullptr);
-        o.Set("chatTemplate", tmpl ? Napi::Value(Napi::String::New(env, tmpl)) : env.Null());
-        Napi::Object all = Napi::Object::New(env);
-        const int32_t n = llama_model_meta_count(m);
-        std::vector<char> val(1 << 16);
-        for (int32_t i = 0; i < n; i++) {
-            if (llama_model_meta_key_by_index(m, i, buf, sizeof(buf)) < 0) continue;
-            if (llama_model_meta_val_str_by_index(m, i, val.data(), val.size()) < 0) continue;
-            all.Set(buf, std::string(val.data()));
-        }
-        o.Set("meta", all);
-        return o;
+        return model_info_to_js(env, m);
     }
 
     Napi::Value tokenize(const Napi::CallbackInfo & info) {

@@ -1,0 +1,78 @@
+// The JS objects both addons hand out — the native one (addon/) and the wasm32-wasi one (wasm/) —
+// built in one place, so the two builds name the per-token metrics and the model's info fields the
+// same way as binding/types.ts and cannot drift apart. Header-only: each addon compiles it with
+// its own Node-API (node-addon-api on node headers, or on emnapi).
+#pragma once
+
+#include <napi.h>
+
+#include "llama.h"
+#include "../runtime/token_metrics.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+// The per-token record, camelCase as in the metrics schema (memAvailableBytes is read in JS).
+inline Napi::Object token_metrics_to_js(Napi::Env env, const token_metrics & m) {
+    Napi::Object mo = Napi::Object::New(env);
+    mo.Set("wallMs", m.wall_ms);
+    mo.Set("computeMs", m.compute_ms);
+    mo.Set("ioMs", m.io_ms);
+    mo.Set("stallMs", m.stall_ms);
+    mo.Set("mgmtMs", m.mgmt_ms);
+    mo.Set("readBytes", (double) m.read_bytes);
+    mo.Set("expertHits", (double) m.expert_hits);
+    mo.Set("expertMisses", (double) m.expert_misses);
+    mo.Set("cacheResidentBytes", (double) m.cache_resident_bytes);
+    mo.Set("prefetchIssued", (double) m.prefetch_issued);
+    mo.Set("prefetchUseful", (double) m.prefetch_useful);
+    mo.Set("majorFaults", (double) m.major_faults);
+    mo.Set("minorFaults", (double) m.minor_faults);
+    mo.Set("cpuMs", m.cpu_ms);
+    mo.Set("rssBytes", (double) m.rss_bytes);
+    return mo;
+}
+
+// The model's shape and metadata (NativeModelInfo). strtod, not stod: the wasm build has no
+// C++ exceptions, and a malformed count should read as 0, not abort.
+inline Napi::Object model_info_to_js(Napi::Env env, const llama_model * m) {
+    Napi::Object o = Napi::Object::New(env);
+    char buf[1024];
+    auto meta = [&](const char * key) -> std::string {
+        const int32_t n = llama_model_meta_val_str(m, key, buf, sizeof(buf));
+        return n >= 0 ? std::string(buf) : std::string();
+    };
+    const std::string arch = meta("general.architecture");
+    auto meta_int = [&](const std::string & key) -> double {
+        const std::string v = meta(key.c_str());
+        return v.empty() ? 0.0 : std::strtod(v.c_str(), nullptr);
+    };
+    llama_model_desc(m, buf, sizeof(buf));
+    o.Set("architecture", arch);
+    o.Set("name", meta("general.name"));
+    o.Set("description", std::string(buf));
+    o.Set("nParams", (double) llama_model_n_params(m));
+    o.Set("sizeBytes", (double) llama_model_size(m));
+    o.Set("nCtxTrain", llama_model_n_ctx_train(m));
+    o.Set("nEmbd", llama_model_n_embd(m));
+    o.Set("nLayer", llama_model_n_layer(m));
+    o.Set("nHead", llama_model_n_head(m));
+    o.Set("nHeadKv", llama_model_n_head_kv(m));
+    o.Set("nVocab", llama_vocab_n_tokens(llama_model_get_vocab(m)));
+    o.Set("nExpert", meta_int(arch + ".expert_count"));
+    o.Set("nExpertUsed", meta_int(arch + ".expert_used_count"));
+    const char * tmpl = llama_model_chat_template(m, nullptr);
+    o.Set("chatTemplate", tmpl ? Napi::Value(Napi::String::New(env, tmpl)) : env.Null());
+    Napi::Object all = Napi::Object::New(env);
+    const int32_t n = llama_model_meta_count(m);
+    std::vector<char> val(1 << 16);
+    for (int32_t i = 0; i < n; i++) {
+        if (llama_model_meta_key_by_index(m, i, buf, sizeof(buf)) < 0) continue;
+        if (llama_model_meta_val_str_by_index(m, i, val.data(), val.size()) < 0) continue;
+        all.Set(buf, std::string(val.data()));
+    }
+    o.Set("meta", all);
+    return o;
+}
