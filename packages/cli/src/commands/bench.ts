@@ -8,7 +8,7 @@ import type { CliContext } from '../context.js';
 export function registerBench(program: Command, ctx: CliContext): void {
   program
     .command('bench')
-    .description('benchmarks: matrix | analyze | calibrate | targets (bmoe bench --help)')
+    .description('benchmarks: matrix | analyze | calibrate | targets | serve-load (bmoe bench --help)')
     .argument('[args...]', 'bench command and its flags')
     .helpOption(false)
     .allowUnknownOption()
