@@ -6,9 +6,10 @@
 // grid, then refinement between the best point and its neighbours.
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { inspectModel, runSummarySchema } from '@bmoe/engine';
+import { inspectModel } from '@bmoe/engine';
 import { runInCgroup } from './cgroup.js';
-import { specCachePercent } from './configs.js';
+import { resolveFlags, specCachePercent } from './configs.js';
+import { parseDoneEvent } from './run-output.js';
 
 /** The spec's published Qwen3-30B-A3B hit rates (cache MiB → hit %). */
 export const SPEC_HIT_POINTS: ReadonlyArray<{ cacheMiB: number; hitPercent: number }> = [
@@ -85,12 +86,11 @@ async function measure(o: CalibrateOptions, skew: number, cachePercents: number[
   const header = await inspectModel(model);
   const hits: number[] = [];
   for (const pct of cachePercents) {
-    const mib = Math.max(1, Math.round(((pct / 100) * header.expertBytes) / 2 ** 20));
-    const out = await bmoe(o, ['run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', '--moe-stream', '--cache-mb', String(mib)]);
-    const done = out.trim().split('\n').reverse().find((l) => l.startsWith('{"type":"done"'));
-    const summary = done ? runSummarySchema.safeParse((JSON.parse(done) as { summary: unknown }).summary) : null;
-    if (!summary?.success || summary.data.hitPercent === null) throw new Error(`no hit rate from bmoe run on ${model}`);
-    hits.push(summary.data.hitPercent);
+    const cache = resolveFlags(`--moe-stream --cache-mb ${pct}%`, header.expertBytes, 'calibrate');
+    const out = await bmoe(o, ['run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...cache]);
+    const hit = parseDoneEvent(out)?.summary.hitPercent ?? null;
+    if (hit === null) throw new Error(`no hit rate from bmoe run on ${model}`);
+    hits.push(hit);
   }
   if (!o.keepModels) rmSync(model, { force: true });
   const point = { skew, hitPercent: hits, rmse: hitError(hits) };

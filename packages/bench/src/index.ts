@@ -16,10 +16,11 @@ export {
   type BenchConfig,
   type ConfigTool,
 } from './configs.js';
-export { defaultBmoeCommand, parsePeerRate, readRowRecord, runMatrix, type MatrixOptions, type MatrixProgress, type MatrixResult } from './matrix.js';
+export { defaultBmoeCommand, readRowRecord, runMatrix, type MatrixOptions, type MatrixProgress, type MatrixResult } from './matrix.js';
 export { AnalyzeError, analyzeRow, loadMatrixDir, summaryMarkdown, type AnalyzedRow, type LoadedRow, type SummaryOptions } from './analyze.js';
 export { readVsHitSpec, renderPng, renderSvg, throughputSpec, timelineSpec, warmupSpec, writePlots } from './plots.js';
 export { foldPressure, readProcessPeakRss, startPressureSampler, type PressureSample, type PressureSampler } from './pressure.js';
 export { calibrate, calibrationReport, hitError, refineCandidates, SPEC_HIT_POINTS, type CalibrateOptions, type CalibrationPoint, type CalibrationResult } from './calibrate.js';
 export { fullHitRatio, runTargets, targetRows, targetsReport, type RowResult, type TargetsOptions } from './targets.js';
 export { registerServeLoad, runServeLoad, serveLoadReport, type LatencyStats, type ServeLoadOptions, type ServeLoadResult } from './serve-load.js';
+export { parseDoneEvent, parsePeerRate, type DoneEvent } from './run-output.js';

@@ -16,14 +16,14 @@ import {
   inspectModel,
   parseMetricsCsv,
   readDeviceSensors,
-  runSummarySchema,
   type BenchRow,
   type ModelHeaderInfo,
   type RunSummary,
   type TokenMetrics,
 } from '@bmoe/engine';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type CgroupRun, type MemoryCgroup } from './cgroup.js';
-import { resolveFlags, rowStem, type BenchConfig } from './configs.js';
+import { modelSlug, resolveFlags, rowStem, type BenchConfig } from './configs.js';
+import { parseDoneEvent, parsePeerRate } from './run-output.js';
 import { foldPressure, startPressureSampler, type PressureSample } from './pressure.js';
 
 export interface MatrixOptions {
@@ -123,34 +123,6 @@ function machine(): BenchRow['machine'] {
     memTotalBytes: readDeviceSensors().memTotalBytes ?? totalmem(),
     kernel: release(),
   };
-}
-
-interface DoneEvent {
-  summary: RunSummary;
-  load: { readBytes: number | null };
-}
-
-function parseDone(stdout: string): DoneEvent | null {
-  const lines = stdout.trim().split('\n');
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const line = lines[i];
-    if (!line?.startsWith('{')) continue;
-    try {
-      const ev = JSON.parse(line) as { type?: string; summary?: unknown; load?: { readBytes: number | null } };
-      if (ev.type !== 'done') continue;
-      const s = runSummarySchema.safeParse(ev.summary);
-      if (s.success) return { summary: s.data, load: { readBytes: ev.load?.readBytes ?? null } };
-    } catch {
-      // a text line that starts with "{": not ours
-    }
-  }
-  return null;
-}
-
-/** llama.cpp's `eval time = X ms / N runs` line → tokens per second. */
-export function parsePeerRate(stderr: string): number | null {
-  const m = /eval time =\s+([\d.]+) ms \/\s+(\d+) runs/.exec(stderr);
-  return m ? (Number(m[2]) * 1000) / Number(m[1]) : null;
 }
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
@@ -293,7 +265,7 @@ async function runRow(
       error = "no 'eval time' line in llama-completion's output";
     }
   } else {
-    const done = parseDone(run.stdout);
+    const done = parseDoneEvent(run.stdout);
     if (!done) {
       status = 'failed';
       error = 'no done event in bmoe run --json output';
@@ -306,7 +278,7 @@ async function runRow(
   const row: BenchRow = {
     schema: 'bmoe.bench.row/1',
     model: {
-      name: stem.slice(0, stem.length - config.id.length - 2),
+      name: modelSlug(model),
       path: resolve(model),
       fileBytes: statSync(model).size,
       denseBytes: header.denseBytes,

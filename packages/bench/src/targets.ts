@@ -7,6 +7,7 @@ import { loadBinding, llamaToolPath } from '@bmoe/core-native';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { inspectModel, parseMetricsCsv, type RunSummary, type TokenMetrics } from '@bmoe/engine';
+import { parseDoneEvent, parsePeerRate } from './run-output.js';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type MemoryCgroup } from './cgroup.js';
 
 const MiB = 1024 * 1024;
@@ -68,17 +69,6 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number): 
   ];
 }
 
-function parseDone(stdout: string): { summary: RunSummary; load: { readBytes: number | null } } | null {
-  const lines = stdout.trim().split('\n');
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const line = lines[i];
-    if (!line?.startsWith('{')) continue;
-    const ev = JSON.parse(line) as { type?: string; summary?: RunSummary; load?: { readBytes: number | null } };
-    if (ev.type === 'done' && ev.summary && ev.load) return { summary: ev.summary, load: ev.load };
-  }
-  return null;
-}
-
 export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]; ceilingMiBps: number; header: Awaited<ReturnType<typeof inspectModel>> }> {
   const header = await inspectModel(o.model);
   const cacheAllMb = Math.ceil((header.expertBytes * 1.1) / MiB);
@@ -106,13 +96,13 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
       if (r.oomKilled || r.code !== 0) {
         res.error = r.oomKilled ? 'killed by the OOM killer' : `exit ${r.code ?? r.signal}: ${r.stderr.trim().split('\n').pop() ?? ''}`;
       } else if (row.peer) {
-        const m = /eval time =\s+([\d.]+) ms \/\s+(\d+) runs/.exec(r.stderr);
-        if (m) {
+        const rate = parsePeerRate(r.stderr);
+        if (rate !== null) {
           res.ok = true;
-          res.peerTokensPerSecond = (Number(m[2]) * 1000) / Number(m[1]);
+          res.peerTokensPerSecond = rate;
         } else res.error = 'no eval time in llama-completion output';
       } else {
-        const done = parseDone(r.stdout);
+        const done = parseDoneEvent(r.stdout);
         if (done) {
           res.ok = true;
           res.summary = done.summary;

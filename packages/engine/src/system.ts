@@ -18,8 +18,7 @@ export function readMemAvailableBytes(meminfoPath: string = MEMINFO): number | n
 
 /** Parses the `MemAvailable:  123456 kB` line (the kernel always writes kB). */
 export function parseMemAvailable(meminfo: string): number | null {
-  const m = /^MemAvailable:\s+(\d+)\s*kB/m.exec(meminfo);
-  return m?.[1] ? Number(m[1]) * 1024 : null;
+  return kbField(meminfo, 'MemAvailable');
 }
 
 /**
