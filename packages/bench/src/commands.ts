@@ -140,7 +140,7 @@ export function registerBenchCommands(program: Command, opts: BenchCommandOption
           cooldownSeconds: o.cooldown,
           dropCaches: Boolean(o.dropCaches),
           retryFailed: Boolean(o.retryFailed),
-          bmoe: bmoe(),
+          bmoe: opts.bmoe,
           signal: ac.signal,
           progress,
         });

@@ -1,6 +1,7 @@
 // @bmoe/bench: benchmark runners. The CLI is `bmoe-bench` (src/bin.ts); `bmoe bench` registers the
 // same commands through registerBenchCommands.
 export { registerBenchCommands, type BenchCommandOptions } from './commands.js';
+export { main } from './main.js';
 export { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, CgroupError, type CgroupRun, type MemoryCgroup, type RunHooks } from './cgroup.js';
 export {
   BUILTIN_SETS,

@@ -138,7 +138,6 @@ const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
 /** Runs the matrix. Throws CgroupError where a limit or a cache drop is asked for but not permitted. */
 export async function runMatrix(o: MatrixOptions): Promise<MatrixResult> {
   mkdirSync(o.out, { recursive: true });
-  const bmoe = o.bmoe ?? defaultBmoeCommand();
   const result: MatrixResult = { ran: [], skipped: [], failed: [], interrupted: false };
   const log = (l: string): void => o.progress?.log(l);
 
@@ -146,12 +145,14 @@ export async function runMatrix(o: MatrixOptions): Promise<MatrixResult> {
   if (o.dropCaches) dropCaches();
   let cg: MemoryCgroup | null = o.memLimitBytes !== null ? createMemoryCgroup(o.memLimitBytes) : null;
 
-  const headers = new Map<string, ModelHeaderInfo>();
-  for (const m of o.models) headers.set(m, await inspectModel(m));
-  const plan = o.models.flatMap((m) => o.configs.map((c) => ({ model: m, config: c, stem: rowStem(m, c.id) })));
-  const mach = machine();
-  let first = true;
   try {
+    // After the refusals: a user without permission hears about that first.
+    const bmoe = o.bmoe ?? defaultBmoeCommand();
+    const headers = new Map<string, ModelHeaderInfo>();
+    for (const m of o.models) headers.set(m, await inspectModel(m));
+    const plan = o.models.flatMap((m) => o.configs.map((c) => ({ model: m, config: c, stem: rowStem(m, c.id) })));
+    const mach = machine();
+    let first = true;
     for (const [i, { model, config, stem }] of plan.entries()) {
       if (o.signal?.aborted) break;
       const header = headers.get(model);

@@ -4,7 +4,6 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CgroupError, createMemoryCgroup, removeCgroup, runInCgroup } from '../src/cgroup.js';
 
@@ -47,12 +46,16 @@ describe.skipIf(isRoot)('memory cgroup runner (not root)', () => {
   });
 });
 
-// As root, the refusal is shown by running the bench as an unprivileged user (nobody).
-const hasSetpriv = spawnSync('setpriv', ['--version']).status === 0;
-describe.runIf(isRoot && hasSetpriv)('bmoe-bench as an unprivileged user', () => {
-  const bench = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+// As root, the refusal is shown by running the bench as an unprivileged user (nobody). The
+// modules load first, as root, then the process drops to nobody: a checkout in a private
+// directory (mktemp -d) stays loadable, and every privileged step runs as nobody.
+describe.runIf(isRoot)('bmoe-bench as an unprivileged user', () => {
+  const entry = new URL('../dist/index.js', import.meta.url).href;
+  const dropThenMain = `const { main } = await import(${JSON.stringify(entry)});
+process.setgroups([]); process.setgid(65534); process.setuid(65534);
+process.exitCode = await main(process.argv);`;
   const asNobody = (args: string[]) =>
-    spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, bench, ...args], { encoding: 'utf8', timeout: 60_000 });
+    spawnSync(process.execPath, ['--input-type=module', '-e', dropThenMain, 'bmoe-bench', ...args], { encoding: 'utf8', timeout: 60_000 });
 
   it('refuses --mem-limit and --drop-caches with one line and exit 2, running nothing', () => {
     const out = mkdtempSync(join(tmpdir(), 'bmoe-nobody-'));
