@@ -1,10 +1,4 @@
 import { defineConfig } from 'tsup';
+import { tsupOptions } from '../../tooling/config.mjs';
 
-export default defineConfig({
-  entry: ['src/index.ts', 'src/bin.ts'],
-  format: ['esm'],
-  dts: { entry: 'src/index.ts' },
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-});
+export default defineConfig(tsupOptions({ entry: ['src/index.ts', 'src/bin.ts'], dtsEntry: 'src/index.ts' }));

@@ -1,10 +1,4 @@
 import { defineConfig } from 'tsup';
+import { tsupOptions } from '../../tooling/config.mjs';
 
-export default defineConfig({
-  entry: ['binding/index.ts'],
-  format: ['esm'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-});
+export default defineConfig(tsupOptions({ entry: ['binding/index.ts'] }));

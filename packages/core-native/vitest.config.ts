@@ -1,10 +1,4 @@
 import { defineConfig } from 'vitest/config';
+import { vitestOptions } from '../../tooling/config.mjs';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    testTimeout: 120_000,
-    hookTimeout: 600_000,
-    pool: 'forks',
-  },
-});
+export default defineConfig(vitestOptions());

@@ -1,12 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { vitestOptions } from '../../tooling/config.mjs';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    // Makes the tiny model once per run and builds the CLI if stale (see test/global-setup.ts).
-    globalSetup: ['test/global-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
-    pool: 'forks',
-  },
-});
+// global-setup makes the tiny model once per run and builds the server and the CLI when stale.
+export default defineConfig(vitestOptions({ globalSetup: ['test/global-setup.ts'], testTimeout: 60_000, hookTimeout: 120_000 }));

@@ -2,13 +2,13 @@
 // handed to the tests through vitest's provide/inject. The tests also spawn the built `bmoe`
 // executable (identity with `bmoe run`, SIGTERM on `bmoe serve`): when vitest runs outside turbo,
 // this rebuilds @bmoe/server's and @bmoe/cli's dist if a source file is newer than it.
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeModel } from '@bmoe/gguf';
 import type { TestProject } from 'vitest/node';
+import { buildIfStale } from '../../../tooling/test-utils.mjs';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -18,23 +18,6 @@ declare module 'vitest' {
 }
 
 export const FIXTURE_PRESET = 'tiny-qwen3moe';
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-function buildIfStale(pkgDir: string, entry: string): void {
-  const out = join(pkgDir, 'dist', entry);
-  const stale = !existsSync(out) || statSync(out).mtimeMs < Math.max(newestMtime(join(pkgDir, 'src')), statSync(join(pkgDir, 'tsup.config.ts')).mtimeMs);
-  if (!stale) return;
-  const r = spawnSync('npx', ['tsup', '--silent'], { cwd: pkgDir, stdio: 'inherit' });
-  if (r.status !== 0) throw new Error(`building ${pkgDir} (tsup) failed`);
-}
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const packages = fileURLToPath(new URL('../../', import.meta.url));
