@@ -1,11 +1,11 @@
-// llama.cpp's own tools, built by @bmoe/core-native from the same pinned source: the reference
+// llama.cpp's own tools, built beside the native addon from the same pinned source: the reference
 // that bmoe's greedy output must equal. Exported so other packages' tests can reuse them.
 import { execFile } from 'node:child_process';
-import { llamaToolPath } from '@bmoe/core-native';
+import { llamaToolPath } from '@bmoe/engine';
 
-/** Path of a llama.cpp tool built by @bmoe/core-native (e.g. 'llama-completion'), or null when it is not built. */
+/** Path of a llama.cpp tool built from the pinned source (e.g. 'llama-completion'), or null when it is not built. */
 export function findLlamaTool(name: string): string | null {
-  return llamaToolPath(name) ?? null;
+  return llamaToolPath(name);
 }
 
 export interface LlamaCompletionOptions {
@@ -19,6 +19,8 @@ export interface LlamaCompletionOptions {
   extraArgs?: readonly string[];
   /** Default: findLlamaTool('llama-completion'). */
   binary?: string;
+  /** Let llama.cpp repack weights (its own default; bmoe's `--repack`). Default false (`-nr`). */
+  repack?: boolean;
 }
 
 /**
@@ -35,7 +37,8 @@ export async function runLlamaCompletion(opts: LlamaCompletionOptions): Promise<
     '-n', String(opts.nPredict ?? 32),
     '-no-cnv', '--temp', '0',
     '-t', String(opts.threads ?? 2),
-    '-nr', '--no-warmup', '--no-display-prompt', '--simple-io',
+    ...(opts.repack ? [] : ['-nr']),
+    '--no-warmup', '--no-display-prompt', '--simple-io',
     ...(opts.extraArgs ?? []),
   ];
   // llama-completion prints through llama.cpp's asynchronous logger, whose queue can still hold the
