@@ -5,14 +5,23 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <vector>
 
 namespace {
-std::mutex  g_mutex;
-std::string g_last_error;
-std::string g_pending;   // a message may arrive in pieces (GGML_LOG_LEVEL_CONT)
-bool        g_forward = false;
-ggml_log_level g_pending_level = GGML_LOG_LEVEL_NONE;
+std::mutex               g_mutex;
+std::vector<std::string> g_errors;  // error messages since the last reset, in order
+bool                     g_forward = false;
+ggml_log_level           g_pending_level = GGML_LOG_LEVEL_NONE; // a message may arrive in pieces (CONT)
+
+std::string one_line(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    for (char & c : s) {
+        if (c == '\n') c = ' ';
+    }
+    return s;
+}
 
 void on_log(ggml_log_level level, const char * text, void *) {
     if (g_forward) {
@@ -21,22 +30,25 @@ void on_log(ggml_log_level level, const char * text, void *) {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (level != GGML_LOG_LEVEL_CONT) {
         g_pending_level = level;
-        g_pending.clear();
+        if (level == GGML_LOG_LEVEL_ERROR) g_errors.emplace_back();
     }
-    if (g_pending_level != GGML_LOG_LEVEL_ERROR) {
+    if (g_pending_level != GGML_LOG_LEVEL_ERROR || g_errors.empty() || g_errors.size() > 64) {
         return;
     }
-    g_pending += text;
-    std::string line = g_pending;
-    while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) {
-        line.pop_back();
+    g_errors.back() += text;
+}
+
+// "llama_model_load: error loading model: missing tensor 'x'" -> "missing tensor 'x'": the
+// function names and the generic wrapper say nothing to a user.
+std::string strip_prefixes(std::string s) {
+    for (const char * p : { "error loading model: ", "error loading model hyperparameters: ",
+                            "error loading model vocabulary: " }) {
+        const size_t at = s.find(p);
+        if (at != std::string::npos) return s.substr(at + std::strlen(p));
     }
-    for (char & c : line) {
-        if (c == '\n') c = ' ';
-    }
-    if (!line.empty()) {
-        g_last_error = line;
-    }
+    const size_t colon = s.find(": ");
+    if (colon != std::string::npos && s.find(' ') > colon) s = s.substr(colon + 2);
+    return s;
 }
 }  // namespace
 
@@ -48,10 +60,14 @@ void log_capture_install() {
 
 void log_capture_reset() {
     std::lock_guard<std::mutex> lock(g_mutex);
-    g_last_error.clear();
+    g_errors.clear();
 }
 
-std::string log_capture_last_error() {
+std::string log_capture_first_error() {
     std::lock_guard<std::mutex> lock(g_mutex);
-    return g_last_error;
+    for (const std::string & e : g_errors) {
+        std::string line = one_line(e);
+        if (!line.empty()) return strip_prefixes(line);
+    }
+    return "";
 }
