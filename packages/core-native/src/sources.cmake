@@ -32,14 +32,17 @@ add_library(bmoe_runtime STATIC
     src/runtime/generator.cpp
     src/runtime/model_state.cpp
     src/runtime/chat_format.cpp
+    src/runtime/prompt.cpp
     src/runtime/log_capture.cpp
     src/stream/expert_layout.cpp
     src/stream/streamer.cpp
     src/vm/expert_memory.cpp
     src/vm/slot_pool.cpp
+    src/vm/file_guard.cpp
     src/io/read_lanes.cpp
     src/io/read_ceiling.cpp
-    src/sys/proc_stats.cpp)
+    src/sys/proc_stats.cpp
+    src/sys/file_maps.cpp)
 target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy)
 target_compile_definitions(bmoe_runtime PUBLIC ${BMOE_FEATURE_DEFS})
 

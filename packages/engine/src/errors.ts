@@ -9,6 +9,8 @@ export type BmoeErrorCode =
   | 'E_MODEL'
   /** The native addon could not be loaded on this machine. */
   | 'E_NATIVE'
+  /** The model file changed on disk (truncated, rewritten) while loaded: load it again. */
+  | 'E_MODEL_CHANGED'
   /** Generation failed inside llama.cpp. */
   | 'E_GENERATE'
   /** The operation was aborted (AbortSignal). */

@@ -31,6 +31,12 @@ export interface Model {
   readonly info: ModelInfo;
   /** A new conversation with its own KV cache. Context options default to the load options. */
   createSession(options?: SessionOptions): Session;
+  /**
+   * null while the model file is as it was loaded; else one line saying how it changed (truncated,
+   * rewritten, removed). A changed file cannot crash the process (a read past a truncated end
+   * reads zeros), but every generation then fails with 'E_MODEL_CHANGED': load the model again.
+   */
+  fileStatus(): string | null;
   /** Closes every session (aborting running generations) and frees the model. Idempotent. */
   close(): Promise<void>;
 }
@@ -87,15 +93,11 @@ function checkStreamable(shape: ModelHeaderInfo, opts: ResolvedLoadOptions): voi
 class ModelImpl implements Model {
   private readonly sessions = new Set<SessionImpl>();
   private closed = false;
-  private readonly bosTokenId: number | null;
 
   constructor(
     private readonly native: NativeModel,
     readonly info: ModelInfo,
-  ) {
-    const bos = Number(native.info().meta['tokenizer.ggml.bos_token_id']);
-    this.bosTokenId = Number.isInteger(bos) && bos >= 0 ? bos : null;
-  }
+  ) {}
 
   createSession(options?: SessionOptions): Session {
     if (this.closed) throw new BmoeError('E_CLOSED', 'the model is closed');
@@ -117,12 +119,16 @@ class ModelImpl implements Model {
       model: this.native,
       context,
       options: opts,
-      bosTokenId: this.bosTokenId,
       cacheBudgetMiB: budget,
       onClosed: (s) => this.sessions.delete(s),
     });
     this.sessions.add(session);
     return session;
+  }
+
+  fileStatus(): string | null {
+    if (this.closed) return null;
+    return this.native.fileStatus() || null;
   }
 
   async close(): Promise<void> {

@@ -1,9 +1,9 @@
 // A session owns one native context (one KV cache). The native side reuses the longest cached
 // prefix of whatever tokens it is sent, so multi-turn chat simply resends the whole conversation.
-import type { NativeChatMessage, NativeContext, NativeModel } from '@bmoe/core-native';
+import type { NativeChatMessage, NativeContext, NativeModel, NativePrepareInput } from '@bmoe/core-native';
 import { BmoeError, messageOf } from './errors.js';
-import { GenerationImpl, type Generation, type GenerationResult } from './generation.js';
-import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOptions, type ResolvedLoadOptions } from './options.js';
+import { GenerationImpl, type Generation, type GenerationDeps, type GenerationResult } from './generation.js';
+import { resolveGenerateOptions, type GenerateOptions, type ResolvedLoadOptions } from './options.js';
 
 export interface ChatMessage {
   /** 'system' | 'user' | 'assistant' (or any role the model's template knows). */
@@ -35,7 +35,6 @@ export interface SessionDeps {
   model: NativeModel;
   context: NativeContext;
   options: ResolvedLoadOptions & { system: string | null };
-  bosTokenId: number | null;
   cacheBudgetMiB: number | null;
   onClosed(session: SessionImpl): void;
 }
@@ -100,56 +99,63 @@ export class SessionImpl implements Session {
   ): Generation {
     this.ensureUsable();
     const opts = resolveGenerateOptions(options);
-    const tokens = this.tokenize(input, opts);
+    const prompt: NativePrepareInput =
+      typeof input === 'string' ? { text: input } : { messages: checkMessages(input), chatml: opts.chatml, think: opts.think };
+    const { model, context: ctx } = this.deps;
     const { contextSize } = this.deps.options;
-    if (tokens.length >= contextSize) {
-      throw new BmoeError('E_OPTION', `the prompt is ${tokens.length} tokens but the context holds ${contextSize} (contextSize)`);
-    }
-    const ctx = this.deps.context;
     // Busy before the generation starts: an already-aborted signal settles inside the constructor.
     this.running = true;
-    const gen = new GenerationImpl({
-      promptTokens: tokens.length,
+    let stopped = false;
+    // promptTokens is known once the prompt is prepared (off the JS thread); an abort before
+    // that reports what is known then.
+    const deps: GenerationDeps = {
+      promptTokens: 0,
       signal: opts.signal,
       cacheBudgetMiB: this.deps.cacheBudgetMiB,
-      run: (onToken) =>
-        ctx.generate(
-          {
-            tokens,
-            maxTokens: opts.maxTokens,
-            sampling: { temperature: opts.temperature, topK: opts.topK, topP: opts.topP, seed: opts.seed },
-            logits: opts.logits,
-          },
-          onToken,
-        ),
-      abortNative: () => ctx.abort(),
+      run: async (onToken) => {
+        const tokens = await prepare(model, prompt);
+        deps.promptTokens = tokens.length;
+        if (tokens.length >= contextSize) {
+          throw new BmoeError('E_OPTION', `the prompt is ${tokens.length} tokens but the context holds ${contextSize} (contextSize)`);
+        }
+        // An abort while the prompt was prepared must not be cleared by the native generate().
+        if (stopped) return { stopReason: 'abort', nPromptTokens: tokens.length, nPromptReused: 0, promptMs: 0, nGenerated: 0 };
+        const sampling = { temperature: opts.temperature, topK: opts.topK, topP: opts.topP, seed: opts.seed };
+        try {
+          return await ctx.generate({ tokens, maxTokens: opts.maxTokens, sampling, logits: opts.logits }, onToken);
+        } catch (err) {
+          const changed = model.fileStatus();
+          throw changed ? new BmoeError('E_MODEL_CHANGED', changed, { cause: err }) : err;
+        }
+      },
+      abortNative: () => {
+        stopped = true;
+        ctx.abort();
+      },
       onSettled: (res) => {
         this.running = false;
         this.current = null;
         if (res && onDone) onDone(res);
       },
-    });
+    };
+    const gen = new GenerationImpl(deps);
     if (this.running) this.current = gen;
     return gen;
   }
+}
 
-  private tokenize(input: string | readonly ChatMessage[], opts: ResolvedGenerateOptions): Int32Array {
-    const { model } = this.deps;
-    let tokens: Int32Array;
-    try {
-      if (typeof input === 'string') {
-        tokens = model.tokenize(input, true, true);
-      } else {
-        const text = model.applyChatTemplate(checkMessages(input), { chatml: opts.chatml, think: opts.think, addAssistant: true });
-        tokens = dropDoubleBos(model.tokenize(text, true, true), this.deps.bosTokenId);
-      }
-    } catch (err) {
-      if (err instanceof BmoeError) throw err;
-      throw new BmoeError('E_GENERATE', `could not prepare the prompt: ${messageOf(err)}`, { cause: err });
-    }
-    if (tokens.length === 0) throw new BmoeError('E_OPTION', 'the prompt is empty (0 tokens)');
-    return tokens;
+/** Templating and tokenizing run on a native worker thread: a huge prompt never blocks the event loop. */
+async function prepare(model: NativeModel, prompt: NativePrepareInput): Promise<Int32Array> {
+  const changed = model.fileStatus();
+  if (changed) throw new BmoeError('E_MODEL_CHANGED', changed);
+  let tokens: Int32Array;
+  try {
+    tokens = await model.prepare(prompt);
+  } catch (err) {
+    throw new BmoeError('E_GENERATE', `could not prepare the prompt: ${messageOf(err)}`, { cause: err });
   }
+  if (tokens.length === 0) throw new BmoeError('E_OPTION', 'the prompt is empty (0 tokens)');
+  return tokens;
 }
 
 function checkMessages(messages: readonly ChatMessage[]): NativeChatMessage[] {
@@ -162,13 +168,4 @@ function checkMessages(messages: readonly ChatMessage[]): NativeChatMessage[] {
     }
     return { role: m.role, content: m.content };
   });
-}
-
-/**
- * Templates that write the BOS token themselves, tokenized with add-special, start with two
- * BOS tokens; llama.cpp keeps one (and warns). Do the same.
- */
-export function dropDoubleBos(tokens: Int32Array, bos: number | null): Int32Array {
-  if (bos !== null && tokens.length >= 2 && tokens[0] === bos && tokens[1] === bos) return tokens.subarray(1);
-  return tokens;
 }

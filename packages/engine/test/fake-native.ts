@@ -9,6 +9,7 @@ import type {
   NativeGenerateResult,
   NativeModel,
   NativeModelInfo,
+  NativePrepareInput,
   NativeTokenEvent,
 } from '@bmoe/core-native';
 import { resolveLoadOptions } from '../src/options.js';
@@ -48,24 +49,22 @@ export class FakeContext implements NativeContext {
       await new Promise((r) => setImmediate(r));
       if (this.abortFlag && late-- <= 0) {
         this.cached = [...prompt, ...generated];
-        return { stopReason: 'abort', nPromptTokens: prompt.length, nPromptReused: reused, promptMs: 1, nGenerated: i };
+        return { stopReason: 'abort', promptTokens: prompt.length, promptTokensReused: reused, promptMs: 1, generatedTokens: i };
       }
       if (this.script.failAfter !== undefined && i >= this.script.failAfter) throw new Error('decode failed: ggml says no\nsecond line');
       const token = 1000 + i;
       generated.push(token);
       onToken({
-        index: i,
-        token,
         piece: pieces[i % pieces.length]!,
-        isEog: false,
+        eog: false,
         metrics: {
-          wallMs: 10, computeMs: 8, ioMs: 2, stallMs: 0, mgmtMs: 0, readBytes: 100, expertHits: 1, expertMisses: 1,
+          tokenIndex: i, tokenId: token, wallMs: 10, computeMs: 8, ioMs: 2, stallMs: 0, mgmtMs: 0, readBytes: 100, expertHits: 1, expertMisses: 1,
           cacheResidentBytes: 0, prefetchIssued: 0, prefetchUseful: 0, majorFaults: 0, minorFaults: 0, cpuMs: 10, rssBytes: 1000,
         },
       });
     }
     this.cached = [...prompt, ...generated];
-    return { stopReason: 'length', nPromptTokens: prompt.length, nPromptReused: reused, promptMs: 1, nGenerated: req.maxTokens };
+    return { stopReason: 'length', promptTokens: prompt.length, promptTokensReused: reused, promptMs: 1, generatedTokens: req.maxTokens };
   }
 
   abort(): void {
@@ -103,6 +102,15 @@ export class FakeModel implements NativeModel {
     return messages.map((m) => `<${tag}:${m.role}>${m.content}`).join('') + (opts.addAssistant ? `<${tag}:assistant>` : '');
   }
 
+  prepare(input: NativePrepareInput): Promise<Int32Array> {
+    if ('text' in input) return Promise.resolve(this.tokenize(input.text, true));
+    return Promise.resolve(this.tokenize(this.applyChatTemplate(input.messages, { ...input, addAssistant: true }), true));
+  }
+
+  fileStatus(): string {
+    return '';
+  }
+
   streamInfo(): null {
     return null;
   }
@@ -120,7 +128,6 @@ export function fakeSession(script: FakeScript = {}, contextSize = 4096): { sess
     model: new FakeModel(),
     context: ctx,
     options: { ...resolveLoadOptions({ contextSize }), system: null },
-    bosTokenId: BOS,
     cacheBudgetMiB: null,
     onClosed: () => undefined,
   });

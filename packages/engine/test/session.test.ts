@@ -2,7 +2,6 @@
 import { describe, expect, it } from 'vitest';
 import { BmoeError } from '../src/errors.js';
 import type { TokenEvent } from '../src/generation.js';
-import { dropDoubleBos } from '../src/session.js';
 import { BOS, fakeSession } from './fake-native.js';
 
 async function collect(it: AsyncIterable<TokenEvent>): Promise<TokenEvent[]> {
@@ -27,7 +26,7 @@ describe('Session.generate', () => {
     const gen = session.generate('hi', { maxTokens: 5 });
     const events = await collect(gen);
     const res = await gen.result;
-    expect(events.map((e) => e.index)).toEqual([0, 1, 2, 3, 4]);
+    expect(events.map((e) => e.tokenIndex)).toEqual([0, 1, 2, 3, 4]);
     expect(res.text).toBe('xxxxx');
     expect(res.tokens).toEqual([1000, 1001, 1002, 1003, 1004]);
     expect(res.stopReason).toBe('length');
@@ -88,9 +87,11 @@ describe('Session.generate', () => {
     expect(session.busy).toBe(false);
   });
 
-  it('rejects a prompt that does not fit the context', () => {
+  it('rejects a prompt that does not fit the context (once it is tokenized, off the JS thread)', async () => {
     const { session } = fakeSession({}, 8);
-    expect(thrown(() => session.generate('a long prompt')).message).toMatch(/prompt is 14 tokens but the context holds 8/);
+    const gen = session.generate('a long prompt');
+    await expect(gen.result).rejects.toThrow(/prompt is 14 tokens but the context holds 8/);
+    expect(session.busy).toBe(false);
   });
 
   it('can be iterated only once', async () => {
@@ -108,8 +109,8 @@ describe('abort', () => {
     const gen = session.generate('a', { maxTokens: 100, signal: ac.signal });
     const seen: number[] = [];
     for await (const ev of gen) {
-      seen.push(ev.index);
-      if (ev.index === 4) ac.abort();
+      seen.push(ev.tokenIndex);
+      if (ev.tokenIndex === 4) ac.abort();
     }
     const res = await gen.result;
     expect(seen).toEqual([0, 1, 2, 3, 4]);
@@ -122,7 +123,7 @@ describe('abort', () => {
   it('treats breaking out of for-await as an abort', async () => {
     const { session, ctx } = fakeSession();
     const gen = session.generate('a', { maxTokens: 100 });
-    for await (const ev of gen) if (ev.index === 1) break;
+    for await (const ev of gen) if (ev.tokenIndex === 1) break;
     expect(ctx.aborts).toBe(1);
     expect((await gen.result).stopReason).toBe('abort');
   });
@@ -153,7 +154,7 @@ describe('native failure', () => {
     const gen = session.generate('a', { maxTokens: 10 });
     const seen: number[] = [];
     const iterate = async () => {
-      for await (const ev of gen) seen.push(ev.index);
+      for await (const ev of gen) seen.push(ev.tokenIndex);
     };
     await expect(iterate()).rejects.toMatchObject({ code: 'E_GENERATE', message: 'decode failed: ggml says no second line' });
     await expect(gen.result).rejects.toBeInstanceOf(BmoeError);
@@ -214,10 +215,3 @@ describe('close', () => {
   });
 });
 
-describe('dropDoubleBos', () => {
-  it('keeps one BOS when a template wrote its own', () => {
-    expect([...dropDoubleBos(Int32Array.from([1, 1, 5]), 1)]).toEqual([1, 5]);
-    expect([...dropDoubleBos(Int32Array.from([1, 5]), 1)]).toEqual([1, 5]);
-    expect([...dropDoubleBos(Int32Array.from([1, 1]), null)]).toEqual([1, 1]);
-  });
-});

@@ -5,11 +5,20 @@
 #include "js_objects.h"
 
 #include "../runtime/chat_format.h"
+#include "../runtime/prompt.h"
+#include "../vm/file_guard.h"
 #include "../stream/streamer.h"
 
+#include <algorithm>
 #include <vector>
 
 Napi::FunctionReference * model_wrap::constructor = nullptr;
+
+static Napi::Int32Array int32_array(Napi::Env env, const std::vector<llama_token> & v) {
+    Napi::Int32Array out = Napi::Int32Array::New(env, v.size());
+    std::copy(v.begin(), v.end(), out.Data());
+    return out;
+}
 
 void model_wrap::init(Napi::Env env, Napi::Object exports) {
     Napi::Function fn = DefineClass(env, "Model", {
@@ -17,6 +26,8 @@ void model_wrap::init(Napi::Env env, Napi::Object exports) {
         InstanceMethod("tokenize", &model_wrap::tokenize),
         InstanceMethod("detokenize", &model_wrap::detokenize),
         InstanceMethod("applyChatTemplate", &model_wrap::apply_chat_template),
+        InstanceMethod("prepare", &model_wrap::prepare),
+        InstanceMethod("fileStatus", &model_wrap::file_status),
         InstanceMethod("createContext", &model_wrap::create_context),
         InstanceMethod("close", &model_wrap::close),
         InstanceMethod("streamInfo", &model_wrap::stream_info),
@@ -50,21 +61,78 @@ Napi::Value model_wrap::tokenize(const Napi::CallbackInfo & info) {
     if (info.Length() < 1 || !info[0].IsString()) {
         throw Napi::TypeError::New(env, "tokenize(text, addSpecial, parseSpecial): text must be a string");
     }
-    const std::string text = info[0].As<Napi::String>().Utf8Value();
     const bool add_special   = info.Length() > 1 && info[1].ToBoolean().Value();
     const bool parse_special = info.Length() > 2 && info[2].ToBoolean().Value();
-    std::vector<llama_token> toks(text.size() + 8);
-    int32_t n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
-    if (n < 0) {
-        toks.resize((size_t) -n);
-        n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
+    try {
+        return int32_array(env, tokenize_text(vocab, info[0].As<Napi::String>().Utf8Value(), add_special, parse_special));
+    } catch (const std::exception & e) {
+        throw Napi::Error::New(env, e.what());
     }
-    if (n < 0) {
-        throw Napi::Error::New(env, "tokenize failed");
+}
+
+namespace {
+
+// prepare(): template + tokenize on a worker thread (tens of thousands of messages must not
+// freeze the event loop). The worker keeps the model alive while it runs.
+struct prepare_worker : public Napi::AsyncWorker {
+    std::shared_ptr<model_state> state;
+    prompt_input                 input;
+    std::vector<llama_token>     tokens;
+    Napi::Promise::Deferred      deferred;
+
+    prepare_worker(Napi::Env env, std::shared_ptr<model_state> st, prompt_input in)
+        : Napi::AsyncWorker(env), state(std::move(st)), input(std::move(in)), deferred(Napi::Promise::Deferred::New(env)) {}
+
+    void Execute() override {
+        try {
+            tokens = prompt_tokens(*state, input);
+        } catch (const std::exception & e) {
+            SetError(e.what());
+        }
     }
-    Napi::Int32Array out = Napi::Int32Array::New(env, (size_t) n);
-    std::copy(toks.begin(), toks.begin() + n, out.Data());
-    return out;
+    void OnOK() override { deferred.Resolve(int32_array(Env(), tokens)); }
+    void OnError(const Napi::Error & e) override { deferred.Reject(e.Value()); }
+};
+
+std::vector<chat_message> read_messages(Napi::Env env, const Napi::Value & v) {
+    if (!v.IsArray()) throw Napi::TypeError::New(env, "messages must be an array");
+    Napi::Array arr = v.As<Napi::Array>();
+    std::vector<chat_message> msgs;
+    for (uint32_t i = 0; i < arr.Length(); i++) {
+        Napi::Value m = arr.Get(i);
+        if (!m.IsObject()) throw Napi::TypeError::New(env, "messages[" + std::to_string(i) + "] must be an object");
+        msgs.push_back({ opt_string(m.As<Napi::Object>(), "role", ""), opt_string(m.As<Napi::Object>(), "content", "") });
+    }
+    return msgs;
+}
+
+chat_format_options read_format(const Napi::Object & opts) {
+    chat_format_options o;
+    o.chatml        = opt_bool(opts, "chatml", false);
+    o.think         = opt_bool(opts, "think", true);
+    o.add_assistant = opt_bool(opts, "addAssistant", true);
+    return o;
+}
+
+}  // namespace
+
+Napi::Value model_wrap::prepare(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    live(env);
+    Napi::Object in = arg_object(info, 0, "prepare(input)");
+    prompt_input p;
+    Napi::Value text = in.Get("text");
+    if (text.IsString()) {
+        p.text = text.As<Napi::String>().Utf8Value();
+    } else {
+        p.is_chat  = true;
+        p.messages = read_messages(env, in.Get("messages"));
+        p.format   = read_format(in);
+    }
+    auto * w = new prepare_worker(env, state, std::move(p));
+    Napi::Promise promise = w->deferred.Promise();
+    w->Queue();
+    return promise;
 }
 
 Napi::Value model_wrap::detokenize(const Napi::CallbackInfo & info) {
@@ -90,21 +158,8 @@ Napi::Value model_wrap::apply_chat_template(const Napi::CallbackInfo & info) {
     if (info.Length() < 1 || !info[0].IsArray()) {
         throw Napi::TypeError::New(env, "applyChatTemplate(messages, opts): messages must be an array");
     }
-    Napi::Array arr = info[0].As<Napi::Array>();
-    std::vector<chat_message> msgs;
-    for (uint32_t i = 0; i < arr.Length(); i++) {
-        Napi::Value v = arr.Get(i);
-        if (!v.IsObject()) throw Napi::TypeError::New(env, "messages[" + std::to_string(i) + "] must be an object");
-        Napi::Object m = v.As<Napi::Object>();
-        msgs.push_back({ opt_string(m, "role", ""), opt_string(m, "content", "") });
-    }
-    chat_format_options o;
-    if (info.Length() > 1 && info[1].IsObject()) {
-        Napi::Object opts = info[1].As<Napi::Object>();
-        o.chatml        = opt_bool(opts, "chatml", false);
-        o.think         = opt_bool(opts, "think", true);
-        o.add_assistant = opt_bool(opts, "addAssistant", true);
-    }
+    const std::vector<chat_message> msgs = read_messages(env, info[0]);
+    const chat_format_options o = info.Length() > 1 && info[1].IsObject() ? read_format(info[1].As<Napi::Object>()) : chat_format_options{};
     try {
         return Napi::String::New(env, chat_format(st, msgs, o));
     } catch (const std::exception & e) {
@@ -122,6 +177,11 @@ Napi::Value model_wrap::create_context(const Napi::CallbackInfo & info) {
     cp.n_ubatch = (uint32_t) opt_int(p, "nUbatch", 512, 1, 1 << 16);
     cp.threads  = (int32_t) opt_int(p, "threads", 4, 1, 1024);
     return context_wrap::create(env, state, cp);
+}
+
+Napi::Value model_wrap::file_status(const Napi::CallbackInfo & info) {
+    const model_state & st = live(info.Env());
+    return Napi::String::New(info.Env(), st.guard ? st.guard->check() : std::string());
 }
 
 Napi::Value model_wrap::close(const Napi::CallbackInfo & info) {

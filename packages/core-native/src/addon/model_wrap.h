@@ -19,6 +19,8 @@ struct model_wrap : public Napi::ObjectWrap<model_wrap> {
     Napi::Value tokenize(const Napi::CallbackInfo & info);
     Napi::Value detokenize(const Napi::CallbackInfo & info);
     Napi::Value apply_chat_template(const Napi::CallbackInfo & info);
+    Napi::Value prepare(const Napi::CallbackInfo & info);
+    Napi::Value file_status(const Napi::CallbackInfo & info);
     Napi::Value create_context(const Napi::CallbackInfo & info);
     Napi::Value close(const Napi::CallbackInfo & info);
     Napi::Value stream_info(const Napi::CallbackInfo & info);

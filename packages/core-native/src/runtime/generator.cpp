@@ -78,8 +78,13 @@ void generator::reset() {
 
 generate_result generator::run(const generate_request & req, const std::function<void(token_event &&)> & on_token) {
     generate_result res;
-    abort_flag.store(false);
+    // abort_flag is NOT cleared here: the caller clears it when the generation is requested, so an
+    // abort that arrives while this thread still waits for the model's decode lock is honoured.
     const int32_t n_ctx = (int32_t) llama_n_ctx(ctx);
+    if (file_check) {
+        const std::string changed = file_check();
+        if (!changed.empty()) throw std::runtime_error(changed);
+    }
     if (req.tokens.empty()) {
         throw std::runtime_error("the prompt is empty (0 tokens)");
     }
@@ -115,10 +120,13 @@ generate_result generator::run(const generate_request & req, const std::function
     sampler_ptr smpl = make_sampler(req.sampling);
 
     // An observer that stopped a decode (a failed read, a changed file) is an error, not an abort.
+    // So is a model file that changed under the decode (its output is garbage).
     auto throw_observer_error = [&]() {
-        if (observer && !observer->error().empty()) {
+        std::string why = observer ? observer->error() : std::string();
+        if (why.empty() && file_check) why = file_check();
+        if (!why.empty()) {
             llama_memory_seq_rm(llama_get_memory(ctx), 0, (llama_pos) cached.size(), -1);
-            throw std::runtime_error(observer->error());
+            throw std::runtime_error(why);
         }
     };
 

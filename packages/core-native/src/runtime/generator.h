@@ -58,8 +58,11 @@ struct generator {
     const llama_vocab *      vocab    = nullptr;
     int32_t                  n_batch  = 512;
     decode_observer *        observer = nullptr;
+    // "" while the model file is as loaded, else why not (vm/file_guard); checked before and after
+    // every decode. Empty function: no check (the wasm build reads the file into memory).
+    std::function<std::string()> file_check;
     std::vector<llama_token> cached;                 // tokens whose KV entries are in ctx (seq 0)
-    std::atomic<bool>        abort_flag{false};
+    std::atomic<bool>        abort_flag{false};  // cleared by the caller when a generation is requested
 
     // Throws std::runtime_error with a one-line message on failure.
     generate_result run(const generate_request & req, const std::function<void(token_event &&)> & on_token);

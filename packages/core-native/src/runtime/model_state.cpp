@@ -5,6 +5,7 @@
 #include "../stream/expert_layout.h"
 #include "../stream/streamer.h"
 #include "../vm/expert_memory.h"
+#include "../vm/file_guard.h"
 
 #include "chat.h"
 
@@ -15,6 +16,7 @@
 #include <stdexcept>
 
 model_state::~model_state() {
+    guard.reset();  // unregister before the mapping goes away
     stream.reset(); // before the model: its mapping holds the streamed expert memory
     if (chat_templates) common_chat_templates_free(chat_templates);
     if (chatml) common_chat_templates_free(chatml);
@@ -58,7 +60,7 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
     log_capture_reset();
     llama_model * model = llama_model_load_from_file(p.path.c_str(), mp);
     if (!model) {
-        std::string why = log_capture_last_error();
+        std::string why = log_capture_first_error();
         throw std::runtime_error(p.path + ": llama.cpp could not load the model" + (why.empty() ? "" : ": " + why));
     }
     auto st_ptr = std::make_shared<model_state>();
@@ -74,6 +76,8 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
         if (!base) throw std::runtime_error(p.path + ": the model file is not mapped in this process; cannot stream its experts");
         st_ptr->stream = std::make_unique<streamer>(p.stream, layout, base, top_k);
     }
+    // After the streamer: its expert memory no longer maps the file, only the rest is guarded.
+    if (p.use_mmap) st_ptr->guard = std::make_unique<file_guard>(p.path);
     try {
         st_ptr->chat_templates = common_chat_templates_init(model, "").release();
         st_ptr->chatml         = common_chat_templates_init(model, "chatml").release();

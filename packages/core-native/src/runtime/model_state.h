@@ -21,6 +21,7 @@ struct model_load_params {
 };
 
 struct streamer;
+struct file_guard;
 
 struct model_state {
     llama_model *          model = nullptr;
@@ -28,6 +29,7 @@ struct model_state {
     common_chat_templates * chatml         = nullptr;  // ChatML, for --chatml
     std::string            path;
     std::unique_ptr<streamer> stream;  // set when the experts are streamed
+    std::unique_ptr<file_guard> guard; // SIGBUS recovery and change check for the mapped file
     std::mutex             decode_mutex; // contexts of one model decode one at a time when streamed
 
     ~model_state();

@@ -1,5 +1,7 @@
 #include "expert_memory.h"
 
+#include "../sys/file_maps.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -42,25 +44,8 @@ expert_memory::~expert_memory() {
 }
 
 uint8_t * find_mapping_base(const std::string & path) {
-    struct stat st{};
-    if (stat(path.c_str(), &st) != 0) return nullptr;
-    FILE * f = std::fopen("/proc/self/maps", "r");
-    if (!f) return nullptr;
-    char line[4096];
-    uint8_t * base = nullptr;
-    while (std::fgets(line, sizeof(line), f)) {
-        unsigned long long start = 0, end = 0, off = 0, inode = 0;
-        unsigned int dmaj = 0, dmin = 0;
-        char perms[8] = {0};
-        if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &off, &dmaj, &dmin, &inode) != 7) continue;
-        if (inode != (unsigned long long) st.st_ino) continue;
-        // Device numbers in /proc/self/maps are major:minor of st_dev.
-        if (makedev(dmaj, dmin) != st.st_dev) continue;
-        base = (uint8_t *) (uintptr_t) (start - off);
-        break;
-    }
-    std::fclose(f);
-    return base;
+    const std::vector<file_vma> vmas = file_mappings(path);
+    return vmas.empty() ? nullptr : (uint8_t *) (vmas.front().start - vmas.front().file_offset);
 }
 
 void expert_memory::setup(uint8_t * mapping_base, const expert_layout & L, int fd) {
