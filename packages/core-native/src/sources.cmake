@@ -26,6 +26,7 @@ endif()
 
 add_library(bmoe_policy STATIC
     src/cache/cache_policy.cpp
+    src/cache/cache_budget.cpp
     src/stream/stream_config.cpp)
 
 add_library(bmoe_runtime STATIC
@@ -42,7 +43,8 @@ add_library(bmoe_runtime STATIC
     src/io/read_lanes.cpp
     src/io/read_ceiling.cpp
     src/sys/proc_stats.cpp
-    src/sys/file_maps.cpp)
+    src/sys/file_maps.cpp
+    src/sys/meminfo.cpp)
 target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy)
 target_compile_definitions(bmoe_runtime PUBLIC ${BMOE_FEATURE_DEFS})
 
@@ -65,4 +67,7 @@ enable_testing()
 add_executable(test_cache_policy test/cpp/test_cache_policy.cpp)
 target_link_libraries(test_cache_policy PRIVATE bmoe_policy)
 add_test(NAME cache_policy COMMAND test_cache_policy)
-add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy)
+add_executable(test_cache_budget test/cpp/test_cache_budget.cpp)
+target_link_libraries(test_cache_budget PRIVATE bmoe_policy)
+add_test(NAME cache_budget COMMAND test_cache_budget)
+add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget)

@@ -102,8 +102,6 @@ Napi::Value load_model(const Napi::CallbackInfo & info) {
         const std::string dw = opt_string(s, "denseWeights", "mmap");
         if (dw != "mmap" && dw != "anon") throw Napi::TypeError::New(env, "denseWeights must be mmap or anon, got " + dw);
         c.dense_weights = dw == "anon" ? dense_weights_mode::anon : dense_weights_mode::mmap;
-        const std::string bad = stream_config_validate(c);
-        if (!bad.empty()) throw Napi::RangeError::New(env, bad);
     }
     auto * w = new load_worker(env, std::move(p));
     Napi::Promise promise = w->deferred.Promise();

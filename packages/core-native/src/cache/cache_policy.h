@@ -1,10 +1,11 @@
 #pragma once
-// Expert cache policy: which (layer, expert) slices stay resident under a byte budget.
-// Pure bookkeeping, no I/O and no memory: the streamer asks `admit` before reading a slice and
-// releases the evicted slices' memory itself. Unit-tested in test/cpp/test_cache_policy.cpp.
+// Expert cache policy: which experts stay resident in a cache of N slots. One slot holds one
+// expert of one layer, all its projections (routing picks them together, so they move together).
+// Pure bookkeeping, no I/O and no memory: the streamer asks `admit` before reading an expert and
+// releases the evicted experts' slots itself. Unit-tested in test/cpp/test_cache_policy.cpp.
+#include <cstddef>
 #include <cstdint>
 #include <list>
-#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -20,45 +21,27 @@ struct expert_key_hash {
 
 struct admit_result {
     bool                    hit      = false; // already resident: no read needed
-    bool                    admitted = false; // on a miss: the slice now counts as resident
-    std::vector<expert_key> evicted;          // released to make room, least recently used first
+    bool                    admitted = false; // on a miss: the expert now holds a slot
+    std::vector<expert_key> evicted;          // gave up their slots, least recently used first
 };
 
-// Least-recently-used over whole experts (all projections of one expert in one layer move together,
-// since routing picks them together).
+// Least-recently-used over whole experts, `capacity` slots.
 struct cache_policy {
-    explicit cache_policy(uint64_t budget_bytes) : budget(budget_bytes) {}
+    explicit cache_policy(int32_t capacity_slots) : capacity(capacity_slots) {}
 
-    uint64_t budget   = 0;
-    uint64_t resident = 0; // bytes counted as resident; never exceeds budget
+    int32_t capacity = 0;
 
-    // Looks `k` up; on a hit it becomes most recently used. On a miss, evicts LRU entries until
-    // `bytes` fit and admits it; an entry larger than the whole budget is not admitted.
-    admit_result admit(const expert_key & k, uint64_t bytes);
+    // Looks `k` up; on a hit it becomes most recently used. On a miss, evicts LRU entries until a
+    // slot is free and admits it; with no capacity at all nothing is admitted.
+    admit_result admit(const expert_key & k);
     bool         contains(const expert_key & k) const { return index.count(k) != 0; }
     // Drops `k` if present (the streamer shrinking its pool); returns whether it was resident.
     bool         erase(const expert_key & k);
-    size_t       size() const { return lru.size(); }
+    int32_t      size() const { return (int32_t) lru.size(); }
     // Most recently used first.
     std::vector<expert_key> order() const;
 
   private:
-    struct entry {
-        expert_key key;
-        uint64_t   bytes;
-    };
-    std::list<entry>                                                          lru; // front = most recent
-    std::unordered_map<expert_key, std::list<entry>::iterator, expert_key_hash> index;
+    std::list<expert_key>                                                          lru; // front = most recent
+    std::unordered_map<expert_key, std::list<expert_key>::iterator, expert_key_hash> index;
 };
-
-// The bytes one token routes through: every layer's top-k experts (all projections).
-uint64_t routed_working_set_bytes(int32_t n_layer, int32_t top_k, uint64_t expert_bytes);
-
-// "auto" budget: what MemAvailable leaves above a floor, clamped to the ceiling and to the total
-// expert bytes (more than that is never useful). 0 when nothing is left above the floor.
-uint64_t auto_cache_budget(uint64_t mem_available, uint64_t floor_bytes, uint64_t ceil_bytes, uint64_t total_expert_bytes);
-
-// A cache smaller than one token's working set has a hit rate of exactly zero under LRU (the
-// least recently used entry is always the soonest needed again): refuse it unless forced.
-// Returns "" when the budget is acceptable, else a one-line reason with both numbers.
-std::string check_cache_budget(uint64_t budget, uint64_t working_set, bool force);

@@ -154,7 +154,6 @@ void read_lanes::lane_main(int idx) {
         busy_ns += (uint64_t) std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
         if (ok) {
             bytes_read += t.len;
-            if (t.prefetch) prefetch_bytes += t.len;
         }
         {
             std::lock_guard<std::mutex> lock(mu);

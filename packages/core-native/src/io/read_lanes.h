@@ -27,7 +27,6 @@ struct read_task {
     uint8_t *     dst      = nullptr; // page-aligned
     uint64_t      file_off = 0;       // page-aligned
     uint64_t      len      = 0;       // page multiple
-    bool          prefetch = false;
     uint8_t *     map_addr = nullptr;
     uint64_t      map_len  = 0;
     int64_t       map_off  = 0;
@@ -49,13 +48,11 @@ struct read_lanes {
     // Blocks until `s` is READY or FAILED; returns true when READY.
     bool wait(const slice_state & s);
 
-    bool        odirect_active() const { return odirect; }
     std::string warning;                      // set when O_DIRECT was refused
     std::string error() const;                // first read error, "" if none
 
     std::atomic<uint64_t> bytes_read{ 0 };
     std::atomic<uint64_t> busy_ns{ 0 };       // summed over lanes
-    std::atomic<uint64_t> prefetch_bytes{ 0 };
     // Held while changing mappings under the expert region (lanes and the streamer).
     std::mutex vm_mu;
 

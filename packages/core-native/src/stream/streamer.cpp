@@ -1,5 +1,7 @@
 #include "streamer.h"
 
+#include "../cache/cache_budget.h"
+#include "../sys/meminfo.h"
 #include "../sys/proc_stats.h"
 
 #include "ggml-cpu.h"
@@ -31,23 +33,10 @@ const void * mmid_hook(const ggml_tensor * weights, int32_t expert, int ith, voi
 }
 #endif
 
-uint64_t read_mem_available() {
-    FILE * f = std::fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    unsigned long long kb = 0;
-    while (std::fgets(line, sizeof(line), f)) {
-        if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
-    }
-    std::fclose(f);
-    return (uint64_t) kb * 1024;
-}
-
 int64_t mtime_ns(const struct stat & st) {
     return (int64_t) st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
 }
 
-constexpr uint64_t MiB = 1ull << 20;
 
 }  // namespace
 
@@ -79,8 +68,6 @@ void streamer_unregister(streamer * s) {
 
 streamer::streamer(const stream_config & c, const expert_layout & L, uint8_t * mapping_base, int32_t n_expert_used)
     : cfg(c), layout(L), top_k(n_expert_used) {
-    const std::string bad = stream_config_validate(cfg);
-    if (!bad.empty()) throw std::runtime_error(bad);
     if (cfg.overlap && !streamer_overlap_supported()) {
         throw std::runtime_error("--overlap needs the per-expert wait point in ggml-cpu (patch 0002), which this build lacks");
     }
@@ -110,7 +97,7 @@ streamer::streamer(const stream_config & c, const expert_layout & L, uint8_t * m
         mem.setup(mapping_base, layout, model_fd);
     }
     if (cfg.dense_weights == dense_weights_mode::anon) {
-        dense_anon_bytes = mem.make_dense_anonymous(layout, layout.data_offset, model_fd);
+        mem.make_dense_anonymous(layout, layout.data_offset, model_fd);
     }
     region_lo = mapping_base + layout.tensors.front().file_offset;
     region_hi = mapping_base + layout.tensors.back().file_offset + layout.tensors.back().bytes;
@@ -136,23 +123,24 @@ streamer::streamer(const stream_config & c, const expert_layout & L, uint8_t * m
         pool.init(sub, layout.n_layer * layout.n_expert);
     }
 
-    // Budget: MiB or auto, then the guard against caches that can never hit.
-    const uint64_t slot = redirect ? pool.slot_bytes : mem.slot_bytes;
-    working_set_bytes = (uint64_t) layout.n_moe_layers() * (uint64_t) top_k * slot;
-    if (cfg.cache_auto) {
-        const uint64_t ceil = cfg.cache_ceil_mb ? cfg.cache_ceil_mb * MiB : layout.expert_bytes;
-        budget_bytes = auto_cache_budget(read_mem_available(), cfg.cache_floor_mb * MiB, ceil, layout.expert_bytes + (uint64_t) layout.n_expert * slot);
-        if (budget_bytes < working_set_bytes) {
-            warning = "cache-mb auto: only " + std::to_string(budget_bytes / MiB) + " MiB available above the floor, below one token's working set (" +
-                      std::to_string(working_set_bytes / MiB) + " MiB): streaming without a cache";
-            budget_bytes = 0;
-        }
-    } else {
-        budget_bytes = cfg.cache_mb * MiB;
-        const std::string why = check_cache_budget(budget_bytes, working_set_bytes, cfg.force_cache);
-        if (!why.empty()) throw std::runtime_error(why);
-    }
-    configured_slots = (int32_t) std::min<uint64_t>(budget_bytes / slot, (uint64_t) layout.n_layer * layout.n_expert);
+    // Budget: MiB or auto, in slots, with the guard against caches that can never hit.
+    cache_budget_request want;
+    want.is_auto   = cfg.cache_auto;
+    want.mib       = cfg.cache_mb;
+    want.ceil_mib  = cfg.cache_ceil_mb;
+    want.floor_mib = cfg.cache_floor_mb;
+    want.force     = cfg.force_cache;
+    cache_shape shape;
+    shape.slot_bytes        = redirect ? pool.slot_bytes : mem.slot_bytes;
+    shape.working_set_slots = (int64_t) layout.n_moe_layers() * top_k;
+    shape.max_slots         = (int64_t) layout.n_layer * layout.n_expert;
+    shape.expert_bytes      = layout.expert_bytes;
+    const cache_budget budget = plan_cache_budget(want, shape, cfg.cache_auto ? mem_available_bytes() : 0);
+    if (!budget.error.empty()) throw std::runtime_error(budget.error);
+    warning           = budget.warning;
+    budget_bytes      = budget.bytes;
+    configured_slots  = budget.slots;
+    working_set_bytes = (uint64_t) shape.working_set_slots * shape.slot_bytes;
 
     unit_slot.assign((size_t) layout.n_layer * layout.n_expert, -1);
     popularity.assign((size_t) layout.n_layer * layout.n_expert, 0);
@@ -170,6 +158,22 @@ streamer::~streamer() {
     streamer_unregister(this);
     lanes.reset(); // joins the lanes before the memory they write goes away
     if (model_fd >= 0) close(model_fd);
+}
+
+stream_info streamer::info() const {
+    stream_info i;
+    i.budget_bytes      = budget_bytes;
+    i.configured_slots  = configured_slots;
+    i.working_set_bytes = working_set_bytes;
+    i.expert_bytes      = layout.expert_bytes;
+    i.dense_bytes       = layout.dense_bytes;
+    i.top_k             = top_k;
+    i.io_threads        = cfg.io_threads;
+    i.overlap           = cfg.overlap;
+    i.warning           = warning;
+    i.total_hits        = total_hits;
+    i.total_misses      = total_misses;
+    return i;
 }
 
 bool streamer::eval_callback(ggml_tensor * t, bool ask, void * user_data) {
@@ -216,7 +220,7 @@ void streamer::set_pool_slots(int32_t n) {
     }
     slot_owner.resize((size_t) n, expert_key{ -1, -1 });
     for (int32_t s = old; s < n; s++) free_slots.push_back(s);
-    policy.budget = (uint64_t) n;
+    policy.capacity = n;
 }
 
 int32_t streamer::take_slot() {
@@ -258,8 +262,6 @@ void streamer::end_decode(token_metrics & m) {
     mgmt_ms += now_ms() - t0;
     total_hits += hits;
     total_misses += misses;
-    total_prefetch_issued += pf_issued;
-    total_prefetch_useful += pf_useful;
     m.prefetch_issued      = pf_issued;
     m.prefetch_useful      = pf_useful;
     m.read_bytes           = lanes->bytes_read.load() - bytes0;
@@ -410,7 +412,7 @@ void streamer::evict_unit(const expert_key & v, bool deferred) {
 }
 
 bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_task>> & by_proj, bool prefetch) {
-    admit_result r = policy.admit(key, 1);
+    admit_result r = policy.admit(key);
     if (r.hit) {
         if (!prefetch) hits++;
         return true;
@@ -442,7 +444,6 @@ bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_ta
             t.dst      = pool.addr(s, j);
             t.file_off = sp.read_off;
             t.len      = (uint64_t) (sp.read_hi - sp.read_lo);
-            t.prefetch = prefetch;
             by_proj[j].push_back(t);
             continue;
         }
@@ -450,7 +451,6 @@ bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_ta
         t.dst      = sp.read_lo;
         t.file_off = sp.read_off;
         t.len      = (uint64_t) (sp.read_hi - sp.read_lo);
-        t.prefetch = prefetch;
         // The lane maps the slot under the slice's interior, then reads into it.
         t.map_addr = sp.own_lo;
         t.map_len  = (uint64_t) (sp.own_hi - sp.own_lo);

@@ -19,9 +19,25 @@
 #include <string>
 #include <vector>
 
+// What the streamer resolved at load, and its totals so far (NativeStreamInfo).
+struct stream_info {
+    uint64_t    budget_bytes      = 0;  // resolved --cache-mb (auto applied)
+    int32_t     configured_slots  = 0;  // experts the budget holds
+    uint64_t    working_set_bytes = 0;  // one token's routed experts
+    uint64_t    expert_bytes      = 0;
+    uint64_t    dense_bytes       = 0;
+    int32_t     top_k             = 0;
+    int32_t     io_threads        = 0;
+    bool        overlap           = false;
+    std::string warning;                // e.g. O_DIRECT refused, auto fell back to no cache
+    uint64_t    total_hits        = 0;
+    uint64_t    total_misses      = 0;
+};
+
 struct streamer : decode_observer {
     // Opens lanes, rebinds the expert tensors of `mapping_base` onto engine memory and sizes the
-    // cache. `n_expert_used` is the top-k in force (after any override). Throws std::runtime_error.
+    // cache. `n_expert_used` is the top-k in force (after any override). `cfg` was validated by
+    // the caller (model_state_load). Throws std::runtime_error.
     streamer(const stream_config & cfg, const expert_layout & layout, uint8_t * mapping_base, int32_t n_expert_used);
     ~streamer() override;
 
@@ -32,29 +48,12 @@ struct streamer : decode_observer {
     void        end_decode(token_metrics & m) override;
     std::string error() const override;
 
-    // A decode holds this: contexts sharing one streamed model decode one at a time.
-    std::mutex decode_mutex;
-
     // Called from the mul_mat_id hook (any compute thread): waits for the expert when it is still
     // being read, and returns where it is (redirect mode) or nullptr (canonical addresses).
     const void * on_expert(const ggml_tensor * weights, int32_t expert, int ith);
     bool owns(const void * data) const { return (const uint8_t *) data >= region_lo && (const uint8_t *) data < region_hi; }
 
-    stream_config   cfg;
-    expert_layout   layout;
-    int32_t         top_k            = 0;
-    uint64_t        budget_bytes     = 0;   // resolved --cache-mb (auto applied)
-    int32_t         configured_slots = 0;   // units the budget buys
-    uint64_t        working_set_bytes = 0;  // one token's routed experts
-    std::string     warning;                // e.g. O_DIRECT refused
-    // Redirect mode (patch 0002 present): experts live in fixed slots and mul_mat_id is told where;
-    // otherwise they are mapped in place at their canonical addresses (expert_memory).
-    bool            redirect = false;
-    uint64_t        dense_anon_bytes = 0;   // --dense-weights anon: bytes copied out of the mapping
-
-    // Cumulative counters for the end-of-run summary.
-    uint64_t total_hits = 0, total_misses = 0;
-    uint64_t total_prefetch_issued = 0, total_prefetch_useful = 0;
+    stream_info info() const;
 
   private:
     bool on_eval(ggml_tensor * t, bool ask);
@@ -68,6 +67,18 @@ struct streamer : decode_observer {
     void set_pool_slots(int32_t n);
     int32_t take_slot();
     uint64_t resident_bytes() const;
+
+    stream_config   cfg;
+    expert_layout   layout;
+    int32_t         top_k             = 0;
+    uint64_t        budget_bytes      = 0;
+    int32_t         configured_slots  = 0;
+    uint64_t        working_set_bytes = 0;
+    std::string     warning;
+    // Redirect mode (patch 0002 present): experts live in fixed slots and mul_mat_id is told where;
+    // otherwise they are mapped in place at their canonical addresses (expert_memory).
+    bool            redirect = false;
+    uint64_t        total_hits = 0, total_misses = 0;
 
     expert_memory                                   mem;
     slot_pool                                       pool;            // redirect mode

@@ -1,0 +1,6 @@
+#pragma once
+// System memory as the expert cache's "auto" budget sees it.
+#include <cstdint>
+
+// MemAvailable from /proc/meminfo, bytes; 0 where unreadable.
+uint64_t mem_available_bytes();
