@@ -98,44 +98,34 @@ export interface NativeGenerateRequest {
   logits?: boolean;
 }
 
-/** Per-token counters, measured in C++ around one `llama_decode`. Units are in the names. */
-export interface NativeTokenMetrics {
-  wallMs: number;
-  computeMs: number;
-  ioMs: number;
-  stallMs: number;
-  mgmtMs: number;
-  readBytes: number;
-  expertHits: number;
-  expertMisses: number;
-  cacheResidentBytes: number;
-  prefetchIssued: number;
-  prefetchUseful: number;
-  majorFaults: number;
-  minorFaults: number;
-  cpuMs: number;
-  rssBytes: number;
-}
+/**
+ * One token's record under the metrics schema's names: every column of `COLUMNS`
+ * (@bmoe/engine/metrics) that the addon fills — `tokenIndex`, `tokenId` and the counters measured
+ * around one `llama_decode` — as listed once in src/runtime/token_metrics.h (BMOE_TOKEN_ID_FIELDS,
+ * BMOE_TOKEN_METRICS; a test checks that list against COLUMNS). The engine types it as TokenMetrics.
+ */
+export type NativeTokenMetrics = Readonly<Record<string, number>>;
 
 export interface NativeTokenEvent {
-  /** 0-based index of the generated token. */
-  index: number;
-  token: number;
   /** The token's bytes; may be a partial UTF-8 sequence. */
   piece: Uint8Array;
-  isEog: boolean;
+  /** The token ends the generation (end of generation / end of turn). */
+  eog: boolean;
   metrics: NativeTokenMetrics;
   logits?: Float32Array;
 }
 
+/** Named as @bmoe/engine's GenerationResult names the same things. */
 export interface NativeGenerateResult {
   /** Why generation ended. */
   stopReason: 'eog' | 'length' | 'abort' | 'context';
-  nPromptTokens: number;
+  /** Tokens in the prompt sent. */
+  promptTokens: number;
   /** Prompt tokens that were already in the KV cache and not evaluated again. */
-  nPromptReused: number;
+  promptTokensReused: number;
+  /** Time evaluating the prompt tokens that were not reused. */
   promptMs: number;
-  nGenerated: number;
+  generatedTokens: number;
 }
 
 export interface NativeContext {

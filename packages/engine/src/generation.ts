@@ -10,11 +10,12 @@ import { Utf8Stream } from './utf8.js';
 
 export type StopReason = 'eog' | 'length' | 'abort' | 'context';
 
+/** One generated token. Index and id are named as the metrics schema names them (`token_index`, `token_id`). */
 export interface TokenEvent {
-  /** 0-based index of the generated token. */
-  index: number;
+  /** 0-based index of the generated token in its generation. */
+  tokenIndex: number;
   /** Vocabulary id. */
-  token: number;
+  tokenId: number;
   /** The text this token completes (UTF-8 safe: a character split across tokens comes out whole, once). */
   text: string;
   /** The token ends the generation (end of generation / end of turn). */
@@ -109,7 +110,7 @@ export class GenerationImpl implements Generation {
   private async abortedBeforeStart(): Promise<GenerationResult> {
     this.aborted = true;
     this.queue.cancel();
-    const res = this.finish({ stopReason: 'abort', nPromptTokens: this.deps.promptTokens, nPromptReused: 0, promptMs: 0, nGenerated: 0 });
+    const res = this.finish(this.nothingGenerated());
     this.settle(res);
     return res;
   }
@@ -121,7 +122,7 @@ export class GenerationImpl implements Generation {
     } catch (err) {
       if (this.aborted) {
         // Some native paths report an abort as an error; the caller asked for it, so it is a result.
-        const res = this.finish({ stopReason: 'abort', nPromptTokens: this.deps.promptTokens, nPromptReused: 0, promptMs: 0, nGenerated: 0 });
+        const res = this.finish(this.nothingGenerated());
         this.settle(res);
         return res;
       }
@@ -139,28 +140,10 @@ export class GenerationImpl implements Generation {
   private onToken(ev: NativeTokenEvent): void {
     // After an abort the caller has seen its last token; later ones (already in flight) are dropped.
     if (this.aborted) return;
-    const m = ev.metrics;
-    const metrics: TokenMetrics = {
-      tokenIndex: ev.index,
-      tokenId: ev.token,
-      wallMs: m.wallMs,
-      computeMs: m.computeMs,
-      ioMs: m.ioMs,
-      stallMs: m.stallMs,
-      mgmtMs: m.mgmtMs,
-      readBytes: m.readBytes,
-      expertHits: m.expertHits,
-      expertMisses: m.expertMisses,
-      cacheResidentBytes: m.cacheResidentBytes,
-      prefetchIssued: m.prefetchIssued,
-      prefetchUseful: m.prefetchUseful,
-      majorFaults: m.majorFaults,
-      minorFaults: m.minorFaults,
-      cpuMs: m.cpuMs,
-      rssBytes: m.rssBytes,
-      memAvailableBytes: readMemAvailableBytes(),
-    };
-    const event: TokenEvent = { index: ev.index, token: ev.token, text: this.utf8.push(ev.piece), eog: ev.isEog, metrics };
+    // The native record carries every native column of the schema under its name (token_metrics.h,
+    // checked against COLUMNS by test/metrics-native.test.ts); MemAvailable is read here.
+    const metrics = { ...ev.metrics, memAvailableBytes: readMemAvailableBytes() } as TokenMetrics;
+    const event: TokenEvent = { tokenIndex: metrics.tokenIndex, tokenId: metrics.tokenId, text: this.utf8.push(ev.piece), eog: ev.eog, metrics };
     if (ev.logits) event.logits = ev.logits;
     this.events.push(event);
     this.queue.push(event);
@@ -171,19 +154,24 @@ export class GenerationImpl implements Generation {
     const text = this.events.map((e) => e.text).join('') + this.utf8.flush();
     return {
       text,
-      tokens: this.events.map((e) => e.token),
+      tokens: this.events.map((e) => e.tokenId),
       stopReason: this.aborted ? 'abort' : native.stopReason,
-      promptTokens: native.nPromptTokens,
-      promptTokensReused: native.nPromptReused,
+      promptTokens: native.promptTokens,
+      promptTokensReused: native.promptTokensReused,
       promptMs: native.promptMs,
       generatedTokens: this.events.length,
       summary: summarize(metrics, {
-        promptTokens: native.nPromptTokens - native.nPromptReused,
+        promptTokens: native.promptTokens - native.promptTokensReused,
         promptMs: native.promptMs,
         cacheBudgetMiB: this.deps.cacheBudgetMiB,
       }),
       metrics,
     };
+  }
+
+  /** The result of a generation aborted before the native side produced one. */
+  private nothingGenerated(): NativeGenerateResult {
+    return { stopReason: 'abort', promptTokens: this.deps.promptTokens, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
   }
 
   private settle(res: GenerationResult | null): void {

@@ -5,6 +5,7 @@ export {
   CSV_COLUMNS,
   camelCase,
   emptyTokenMetrics,
+  snakeCase,
   tokenMetricsSchema,
   type ColumnDef,
   type FieldKind,
@@ -13,6 +14,7 @@ export {
 export { csvHeader, csvRow, parseMetricsCsv, toCsv } from './metrics/csv.js';
 export { MiB, percentile, runSummarySchema, summarize, type RunSummary, type SummaryExtra } from './metrics/summary.js';
 export {
+  endOfRunValues,
   formatEndOfRunLines,
   formatGenerationLine,
   formatMoeCacheLine,
@@ -31,6 +33,13 @@ export {
   type MoePrefetchLine,
   type MoeStreamLine,
 } from './metrics/lines.js';
-export { LATENCY_BUCKETS_SECONDS, PROMETHEUS_METRICS, prometheusUpdates, type PrometheusMetric } from './metrics/prometheus.js';
+export {
+  LATENCY_BUCKETS_SECONDS,
+  PROMETHEUS_METRICS,
+  RUN_METRIC,
+  prometheusName,
+  prometheusUpdates,
+  type PrometheusMetric,
+} from './metrics/prometheus.js';
 export { BmoeError } from './errors.js';
 export { benchRowSchema, devicePressureSchema, type BenchRow, type DevicePressure } from './metrics/bench.js';

@@ -75,8 +75,8 @@ describe.skipIf(!nativeAvailable)('engine on tiny-qwen3moe (native)', () => {
     let after = 0;
     for await (const ev of gen) {
       if (abortedAt >= 0) after++;
-      if (ev.index === 3) {
-        abortedAt = ev.index;
+      if (ev.tokenIndex === 3) {
+        abortedAt = ev.tokenIndex;
         ac.abort();
       }
     }

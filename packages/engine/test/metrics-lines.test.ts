@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   MiB,
+  endOfRunValues,
   formatEndOfRunLines,
   formatGenerationLine,
   formatMoeCacheLine,
@@ -63,7 +64,7 @@ describe('end-of-run lines', () => {
 describe('end-of-run line parsers', () => {
   it('round-trip every line: parse(format(s)) matches s and re-formats identically', () => {
     const g = parseGenerationLine(formatGenerationLine(summary));
-    expect(g).toEqual({ tokens: 5, secondsPerToken: 0.585, tokensPerSecond: 1.71, promptTokens: 17, promptSeconds: 1.234 });
+    expect(g).toEqual({ tokens: 5, secondsPerToken: 0.585, tokensPerSecond: 1.71, promptTokens: 17, promptMs: 1234 });
 
     const st = parseMoeStreamLine(formatMoeStreamLine(summary));
     expect(st).toMatchObject({ readMiB: 4204, mibPerToken: 1051, secondsPerToken: 0.585, computeSecondsPerToken: 0.123, ioSecondsPerToken: 0.462, stallSecondsPerToken: 0 });
@@ -96,6 +97,16 @@ describe('end-of-run line parsers', () => {
     expect(all.moeCache?.hitPercent).toBe(75);
     expect(all.moePrefetch?.prefetchUseful).toBe(4);
     expect(parseEndOfRunLines('nothing here')).toEqual({});
+  });
+
+  it('gives the same numbers straight from the summary, for the same lines, without parsing', () => {
+    const v = endOfRunValues(summary, { stream: true, prefetch: true });
+    const parsed = parseEndOfRunLines(formatEndOfRunLines(summary, { stream: true, prefetch: true }).join('\n'));
+    expect(Object.keys(v).sort()).toEqual(Object.keys(parsed).sort());
+    expect(v.generation).toEqual({ tokens: 5, secondsPerToken: 0.585, tokensPerSecond: summary.tokensPerSecond, promptTokens: 17, promptMs: 1234 });
+    expect(v.moeCache).toEqual(parsed.moeCache);
+    expect(v.moePrefetch).toEqual(parsed.moePrefetch);
+    expect(Object.keys(endOfRunValues(summary))).toEqual(['generation']);
   });
 
   it('rejects lines that are not ours', () => {

@@ -4,10 +4,12 @@ import {
   COLUMNS,
   CSV_COLUMNS,
   PROMETHEUS_METRICS,
+  RUN_METRIC,
   camelCase,
   csvHeader,
   csvRow,
   parseMetricsCsv,
+  prometheusName,
   prometheusUpdates,
   toCsv,
   tokenMetricsSchema,
@@ -104,28 +106,44 @@ describe('Prometheus names', () => {
     for (const n of names) expect(n).toMatch(/^bmoe_[a-z_]+$/);
   });
 
-  it('uses the documented names, counters ending in _total and seconds instead of ms', () => {
+  it('derives every name by one rule: bmoe_ + column, ms → seconds, counters end in _total', () => {
     const byName = new Map(PROMETHEUS_METRICS.map((m) => [m.name, m]));
     for (const n of [
-      'bmoe_tokens_generated_total',
-      'bmoe_decode_seconds_total',
-      'bmoe_flash_read_bytes_total',
-      'bmoe_expert_cache_hits_total',
-      'bmoe_expert_cache_misses_total',
+      'bmoe_generated_tokens_total',
+      'bmoe_prompt_tokens_total',
+      'bmoe_prompt_seconds_total',
+      'bmoe_wall_seconds_total',
+      'bmoe_read_bytes_total',
+      'bmoe_expert_hits_total',
+      'bmoe_expert_misses_total',
       'bmoe_cache_resident_bytes',
     ]) {
       expect(byName.has(n), n).toBe(true);
     }
     for (const m of PROMETHEUS_METRICS) expect(m.name.endsWith('_total')).toBe(m.type === 'counter');
-    expect(byName.get('bmoe_decode_seconds_total')).toMatchObject({ field: 'wallMs', scale: 1 / 1000 });
+    for (const c of COLUMNS.filter((x) => x.kind !== 'id')) {
+      const m = PROMETHEUS_METRICS.find((x) => x.field === c.key)!;
+      // The column name survives whole, only its unit changes to the base unit.
+      expect(m.name.replace(/_total$/, '')).toBe(`bmoe_${c.column.replace(/_ms$/, '_seconds')}`);
+      expect(m.scale).toBe(c.kind === 'time' ? 1 / 1000 : 1);
+      expect(m.name).toMatch(/_(seconds|bytes|hits|misses|issued|useful|faults)(_total)?$/);
+    }
+    expect(prometheusName('wall_ms', 'time')).toBe('bmoe_wall_seconds_total');
+    expect(prometheusName('rss_bytes', 'gauge')).toBe('bmoe_rss_bytes');
+    expect(byName.get('bmoe_wall_seconds_total')).toMatchObject({ field: 'wallMs', scale: 1 / 1000 });
+    expect(RUN_METRIC).toEqual({
+      generatedTokens: 'bmoe_generated_tokens_total',
+      promptTokens: 'bmoe_prompt_tokens_total',
+      promptMs: 'bmoe_prompt_seconds_total',
+    });
   });
 
   it('turns one record into counter increments and gauge values', () => {
     const up = prometheusUpdates(rec(0, { wallMs: 250, readBytes: 10, cacheResidentBytes: 7, memAvailableBytes: null }));
     const get = (n: string) => up.find((u) => u.name === n);
-    expect(get('bmoe_tokens_generated_total')?.value).toBe(1);
-    expect(get('bmoe_decode_seconds_total')?.value).toBe(0.25);
-    expect(get('bmoe_flash_read_bytes_total')).toMatchObject({ type: 'counter', value: 10 });
+    expect(get('bmoe_generated_tokens_total')?.value).toBe(1);
+    expect(get('bmoe_wall_seconds_total')?.value).toBe(0.25);
+    expect(get('bmoe_read_bytes_total')).toMatchObject({ type: 'counter', value: 10 });
     expect(get('bmoe_cache_resident_bytes')).toMatchObject({ type: 'gauge', value: 7 });
     expect(get('bmoe_mem_available_bytes')).toBeUndefined();
   });

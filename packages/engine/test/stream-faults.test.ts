@@ -73,7 +73,7 @@ describe('streaming faults (tiny-qwen3moe)', () => {
     const gen = s.generate(PROMPT + ' again', { maxTokens: 8 });
     const seen: number[] = [];
     const err = await (async () => {
-      for await (const ev of gen) seen.push(ev.token);
+      for await (const ev of gen) seen.push(ev.tokenId);
       return gen.result;
     })().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BmoeError);
@@ -91,8 +91,8 @@ describe('streaming faults (tiny-qwen3moe)', () => {
     const seen: number[] = [];
     const err = await (async () => {
       for await (const ev of gen) {
-        seen.push(ev.token);
-        if (ev.index === 4) await truncate(p, 4096);
+        seen.push(ev.tokenId);
+        if (ev.tokenIndex === 4) await truncate(p, 4096);
       }
       return gen.result;
     })().catch((e: unknown) => e);

@@ -87,13 +87,11 @@ void context_wrap::free_context() {
 
 static Napi::Object token_event_to_js(Napi::Env env, const token_event & ev) {
     Napi::Object o = Napi::Object::New(env);
-    o.Set("index", ev.index);
-    o.Set("token", ev.token);
     Napi::Uint8Array piece = Napi::Uint8Array::New(env, ev.piece.size());
     std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
     o.Set("piece", piece);
-    o.Set("isEog", ev.is_eog);
-    o.Set("metrics", token_metrics_to_js(env, ev.metrics));
+    o.Set("eog", ev.is_eog);
+    o.Set("metrics", token_metrics_to_js(env, ev.index, ev.token, ev.metrics));
     if (!ev.logits.empty()) {
         Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
         std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());
@@ -177,10 +175,10 @@ void context_wrap::finish_job(Napi::Env env, generate_job * job) {
     } else {
         Napi::Object o = Napi::Object::New(env);
         o.Set("stopReason", job->result.stop_reason);
-        o.Set("nPromptTokens", job->result.n_prompt);
-        o.Set("nPromptReused", job->result.n_prompt_reused);
+        o.Set("promptTokens", job->result.n_prompt);
+        o.Set("promptTokensReused", job->result.n_prompt_reused);
         o.Set("promptMs", job->result.prompt_ms);
-        o.Set("nGenerated", job->result.n_generated);
+        o.Set("generatedTokens", job->result.n_generated);
         job->deferred.Resolve(o);
     }
     delete job;

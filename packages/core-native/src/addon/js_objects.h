@@ -14,24 +14,16 @@
 #include <string>
 #include <vector>
 
-// The per-token record, camelCase as in the metrics schema (memAvailableBytes is read in JS).
-inline Napi::Object token_metrics_to_js(Napi::Env env, const token_metrics & m) {
+// The per-token record under the metrics schema's names, expanded from the field lists of
+// token_metrics.h (memAvailableBytes is read in JS). Every value is a JS number.
+inline Napi::Object token_metrics_to_js(Napi::Env env, int32_t token_index, int32_t token_id, const token_metrics & m) {
     Napi::Object mo = Napi::Object::New(env);
-    mo.Set("wallMs", m.wall_ms);
-    mo.Set("computeMs", m.compute_ms);
-    mo.Set("ioMs", m.io_ms);
-    mo.Set("stallMs", m.stall_ms);
-    mo.Set("mgmtMs", m.mgmt_ms);
-    mo.Set("readBytes", (double) m.read_bytes);
-    mo.Set("expertHits", (double) m.expert_hits);
-    mo.Set("expertMisses", (double) m.expert_misses);
-    mo.Set("cacheResidentBytes", (double) m.cache_resident_bytes);
-    mo.Set("prefetchIssued", (double) m.prefetch_issued);
-    mo.Set("prefetchUseful", (double) m.prefetch_useful);
-    mo.Set("majorFaults", (double) m.major_faults);
-    mo.Set("minorFaults", (double) m.minor_faults);
-    mo.Set("cpuMs", m.cpu_ms);
-    mo.Set("rssBytes", (double) m.rss_bytes);
+#define BMOE_SET_ID_FIELD(type, snake, camel) mo.Set(#camel, static_cast<double>(snake));
+    BMOE_TOKEN_ID_FIELDS(BMOE_SET_ID_FIELD)
+#undef BMOE_SET_ID_FIELD
+#define BMOE_SET_METRIC(type, snake, camel) mo.Set(#camel, static_cast<double>(m.snake));
+    BMOE_TOKEN_METRICS(BMOE_SET_METRIC)
+#undef BMOE_SET_METRIC
     return mo;
 }
 

@@ -141,13 +141,11 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
 
     static Napi::Object token_event_to_js(Napi::Env env, const token_event & ev) {
         Napi::Object o = Napi::Object::New(env);
-        o.Set("index", ev.index);
-        o.Set("token", ev.token);
         Napi::Uint8Array piece = Napi::Uint8Array::New(env, ev.piece.size());
         std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
         o.Set("piece", synced(env, piece));
-        o.Set("isEog", ev.is_eog);
-        o.Set("metrics", token_metrics_to_js(env, ev.metrics));
+        o.Set("eog", ev.is_eog);
+        o.Set("metrics", token_metrics_to_js(env, ev.index, ev.token, ev.metrics));
         if (!ev.logits.empty()) {
             Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
             std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());
@@ -204,10 +202,10 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
         }
         Napi::Object o = Napi::Object::New(env);
         o.Set("stopReason", res.stop_reason);
-        o.Set("nPromptTokens", res.n_prompt);
-        o.Set("nPromptReused", res.n_prompt_reused);
+        o.Set("promptTokens", res.n_prompt);
+        o.Set("promptTokensReused", res.n_prompt_reused);
         o.Set("promptMs", res.prompt_ms);
-        o.Set("nGenerated", res.n_generated);
+        o.Set("generatedTokens", res.n_generated);
         return resolved(env, o);
     }
 

@@ -1,93 +1,103 @@
-// THE per-token metrics schema. One name per thing: the snake_case column name is the name in the
-// CSV, the docs and (via PROMETHEUS_METRICS) the server; the TypeScript/C++ field is its camelCase.
-// Everything else in ./metrics derives from COLUMNS and tokenMetricsSchema below.
+// THE per-token metrics schema, written once: COLUMNS below. One name per thing: the snake_case
+// column is the name in the CSV, the docs, the C++ struct (token_metrics.h) and, by one rule, in
+// Prometheus (./prometheus.ts); its camelCase is the TypeScript field and the key of the native
+// addon's record. The TokenMetrics type and the zod schema are derived from COLUMNS; the C++
+// field lists in packages/core-native/src/runtime/token_metrics.h are checked against it by
+// test/metrics-native.test.ts. Adding a metric: one row here, one X line there, and its measurement.
 import { z } from 'zod';
 
-const count = z.number().int().nonnegative();
-const millis = z.number().nonnegative().finite();
-
-/** Runtime validation of one per-token record. */
-export const tokenMetricsSchema = z.strictObject({
-  /** 0-based index of the generated token in its generation. */
-  tokenIndex: count,
-  /** Vocabulary id of the token. */
-  tokenId: count,
-  /** Decode time of this token: one `llama_decode`, excluding prompt processing and load. */
-  wallMs: millis,
-  /** Time in ggml compute (wall minus time blocked on reads). */
-  computeMs: millis,
-  /** Serial: wall time blocked on expert reads. Overlap: summed busy time of the read lanes. */
-  ioMs: millis,
-  /** Overlap: compute time lost waiting for reads. 0 when serial. */
-  stallMs: millis,
-  /** Cache bookkeeping: lookups, commits, evictions. */
-  mgmtMs: millis,
-  /** Bytes read from the model file for expert slices. */
-  readBytes: count,
-  /** Routed expert slices found in the cache. */
-  expertHits: count,
-  /** Routed expert slices read from flash. */
-  expertMisses: count,
-  /** Expert cache bytes resident after this token. */
-  cacheResidentBytes: count,
-  /** Speculative slice reads started. */
-  prefetchIssued: count,
-  /** Speculative reads that a later routing used. */
-  prefetchUseful: count,
-  /** Major page faults during this token (getrusage delta). */
-  majorFaults: count,
-  /** Minor page faults during this token (getrusage delta). */
-  minorFaults: count,
-  /** Process CPU time during this token, all threads. */
-  cpuMs: millis,
-  /** Process resident set size after this token. */
-  rssBytes: count,
-  /** System MemAvailable (/proc/meminfo) after this token; null where unreadable. */
-  memAvailableBytes: count.nullable(),
-});
-
-/** One generated token's measurements. Units are in the names. */
-export type TokenMetrics = z.infer<typeof tokenMetricsSchema>;
-
-/** How a field aggregates over a run: per-token deltas add up, gauges are sampled. */
+/**
+ * How a field aggregates over a run: `id` identifies the token; `time` (ms) and `counter` are
+ * per-token deltas that add up; `gauge` is a level sampled after the token.
+ */
 export type FieldKind = 'id' | 'time' | 'counter' | 'gauge';
 
-export interface ColumnDef {
-  /** The CSV column / docs name (snake_case, unit suffix). */
-  readonly column: string;
-  /** The TypeScript / native field name (camelCase of `column`). */
-  readonly key: keyof TokenMetrics;
+/** `wall_ms` → `wallMs`, as a type. */
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}` ? `${Head}${Capitalize<CamelCase<Tail>>}` : S;
+
+interface ColumnSpec<C extends string, N extends boolean> {
+  readonly column: C;
+  readonly key: CamelCase<C>;
   readonly kind: FieldKind;
-  /** Whole numbers only (written without decimals). */
   readonly integer: boolean;
+  readonly nullable: N;
+  readonly native: boolean;
   readonly description: string;
 }
 
-function col(column: string, kind: FieldKind, integer: boolean, description: string): ColumnDef {
-  return { column, key: camelCase(column) as keyof TokenMetrics, kind, integer, description };
+interface ColumnOptions<N extends boolean> {
+  /** The value may be unknown (null; an empty CSV cell). Default false. */
+  nullable?: N;
+  /** Filled by the native addon (listed in token_metrics.h); false = read in JS after the token. Default true. */
+  native?: boolean;
 }
 
-/** The CSV column order: the order of the spec's per-token CSV. */
-export const COLUMNS: readonly ColumnDef[] = [
-  col('token_index', 'id', true, '0-based index of the generated token'),
-  col('token_id', 'id', true, 'vocabulary id of the token'),
-  col('wall_ms', 'time', false, 'decode time of this token (one llama_decode)'),
-  col('compute_ms', 'time', false, 'ggml compute time'),
-  col('io_ms', 'time', false, 'serial: time blocked on expert reads; overlap: summed lane busy time'),
-  col('stall_ms', 'time', false, 'overlap: compute time lost waiting for reads'),
-  col('mgmt_ms', 'time', false, 'expert cache bookkeeping time'),
-  col('read_bytes', 'counter', true, 'bytes read from flash for expert slices'),
-  col('expert_hits', 'counter', true, 'routed expert slices found in the cache'),
-  col('expert_misses', 'counter', true, 'routed expert slices read from flash'),
-  col('cache_resident_bytes', 'gauge', true, 'expert cache bytes resident'),
-  col('prefetch_issued', 'counter', true, 'speculative slice reads started'),
-  col('prefetch_useful', 'counter', true, 'speculative reads later used'),
-  col('major_faults', 'counter', true, 'major page faults'),
-  col('minor_faults', 'counter', true, 'minor page faults'),
-  col('cpu_ms', 'time', false, 'process CPU time, all threads'),
-  col('rss_bytes', 'gauge', true, 'process resident set size'),
-  col('mem_available_bytes', 'gauge', true, 'system MemAvailable (empty where unreadable)'),
-];
+function col<const C extends string, const N extends boolean = false>(
+  column: C,
+  kind: FieldKind,
+  description: string,
+  opts: ColumnOptions<N> = {},
+): ColumnSpec<C, N> {
+  return {
+    column,
+    key: camelCase(column) as CamelCase<C>,
+    kind,
+    // Times are milliseconds with a fraction; everything else counts whole things.
+    integer: kind !== 'time',
+    nullable: (opts.nullable ?? false) as N,
+    native: opts.native ?? true,
+    description,
+  };
+}
+
+// Hits, misses and prefetches count experts: one per MoE layer and routed expert of a decode (the
+// union over a prompt batch's tokens), its gate/up/down slices together (src/stream/streamer.cpp).
+const SPEC = [
+  col('token_index', 'id', '0-based index of the generated token in its generation'),
+  col('token_id', 'id', 'vocabulary id of the token'),
+  col('wall_ms', 'time', 'decode time of this token: one llama_decode, prompt processing and load excluded'),
+  col('compute_ms', 'time', 'compute time: wall − io − mgmt (serial); wall − stall − mgmt (overlap)'),
+  col('io_ms', 'time', 'serial: time blocked on expert reads; overlap: summed busy time of the read lanes'),
+  col('stall_ms', 'time', 'overlap: compute time lost waiting for reads (0 when serial)'),
+  col('mgmt_ms', 'time', 'expert cache bookkeeping: lookups, commits, evictions'),
+  col('read_bytes', 'counter', 'bytes read from the model file for experts (page-rounded slices)'),
+  col('expert_hits', 'counter', 'routed experts (layer × expert) found in the cache'),
+  col('expert_misses', 'counter', 'routed experts (layer × expert) read from flash'),
+  col('cache_resident_bytes', 'gauge', 'expert cache bytes resident after the token'),
+  col('prefetch_issued', 'counter', 'speculative expert reads started'),
+  col('prefetch_useful', 'counter', 'speculatively read experts that a later routing used'),
+  col('major_faults', 'counter', 'major page faults (getrusage delta)'),
+  col('minor_faults', 'counter', 'minor page faults (getrusage delta)'),
+  col('cpu_ms', 'time', 'process CPU time, all threads'),
+  col('rss_bytes', 'gauge', 'process resident set size after the token'),
+  col('mem_available_bytes', 'gauge', 'system MemAvailable (/proc/meminfo) after the token; empty where unreadable', {
+    nullable: true,
+    native: false,
+  }),
+] as const;
+
+type Spec = (typeof SPEC)[number];
+
+/** One generated token's measurements, one field per column of COLUMNS. Units are in the names. */
+export type TokenMetrics = { [C in Spec as C['key']]: C['nullable'] extends true ? number | null : number };
+
+export interface ColumnDef {
+  /** The CSV column / docs / C++ name (snake_case, unit suffix). */
+  readonly column: string;
+  /** The TypeScript / native record key (camelCase of `column`). */
+  readonly key: keyof TokenMetrics;
+  readonly kind: FieldKind;
+  /** Whole numbers only (written without decimals); false for the `time` (ms) fields. */
+  readonly integer: boolean;
+  /** May be null (unknown); written as an empty CSV cell. */
+  readonly nullable: boolean;
+  /** Filled by the native addon (token_metrics.h); false = read in JS after the token. */
+  readonly native: boolean;
+  readonly description: string;
+}
+
+/** The columns, in CSV order: the order of the spec's per-token CSV. */
+export const COLUMNS: readonly ColumnDef[] = SPEC;
 
 /** The CSV header fields, in order. */
 export const CSV_COLUMNS: readonly string[] = COLUMNS.map((c) => c.column);
@@ -97,10 +107,24 @@ export function camelCase(snake: string): string {
   return snake.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase());
 }
 
-/** A record with every field zero (and MemAvailable unknown): handy for tests and fillers. */
+/** `wallMs` → `wall_ms`. */
+export function snakeCase(camel: string): string {
+  return camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+function fieldSchema(c: ColumnDef): z.ZodType<number | null> {
+  const base = c.kind === 'time' ? z.number().nonnegative().finite() : z.number().int().nonnegative();
+  return (c.nullable ? base.nullable() : base).describe(c.description);
+}
+
+type Shape = { [K in keyof TokenMetrics]: z.ZodType<TokenMetrics[K]> };
+
+/** Runtime validation of one per-token record: exactly the keys of COLUMNS. */
+export const tokenMetricsSchema = z.strictObject(Object.fromEntries(COLUMNS.map((c) => [c.key, fieldSchema(c)])) as Shape);
+
+/** A record with every field zero (and the nullable ones unknown): handy for tests and fillers. */
 export function emptyTokenMetrics(): TokenMetrics {
   const rec: Record<string, number | null> = {};
-  for (const c of COLUMNS) rec[c.key] = 0;
-  rec.memAvailableBytes = null;
+  for (const c of COLUMNS) rec[c.key] = c.nullable ? null : 0;
   return rec as TokenMetrics;
 }

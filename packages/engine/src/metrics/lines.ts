@@ -25,21 +25,14 @@ const rate = (x: number): string => formatNumber(x, 2);
 const mib = (x: number | null): string => formatNumber(x, 2);
 const pct = (x: number | null): string => formatNumber(x, 1);
 
-export function formatGenerationLine(
-  s: Pick<RunSummary, 'tokens' | 'secondsPerToken' | 'tokensPerSecond' | 'promptTokens' | 'promptMs'>,
-): string {
+export function formatGenerationLine(s: GenerationLine): string {
   return (
     `generation: ${s.tokens} tokens, ${sec(s.secondsPerToken)} s/token, ${rate(s.tokensPerSecond)} tok/s ` +
     `(prompt ${s.promptTokens} tokens in ${sec(s.promptMs / 1000)} s)`
   );
 }
 
-export function formatMoeStreamLine(
-  s: Pick<
-    RunSummary,
-    'readMiB' | 'mibPerToken' | 'secondsPerToken' | 'computeSecondsPerToken' | 'ioSecondsPerToken' | 'stallSecondsPerToken' | 'readMiBPerSecond'
-  >,
-): string {
+export function formatMoeStreamLine(s: MoeStreamLine): string {
   return (
     `moe-stream: read ${mib(s.readMiB)} MiB, ${mib(s.mibPerToken)} MiB/token, ` +
     `decode ${sec(s.secondsPerToken)} s/token = compute ${sec(s.computeSecondsPerToken)} + flash I/O ${sec(s.ioSecondsPerToken)} ` +
@@ -47,16 +40,14 @@ export function formatMoeStreamLine(
   );
 }
 
-export function formatMoeCacheLine(
-  s: Pick<RunSummary, 'hitPercent' | 'expertHits' | 'expertMisses' | 'residentMiB' | 'cacheBudgetMiB'>,
-): string {
+export function formatMoeCacheLine(s: MoeCacheLine): string {
   return (
     `moe-cache: hit ${pct(s.hitPercent)} % (${s.expertHits} hits, ${s.expertMisses} misses), ` +
     `resident ${mib(s.residentMiB)} MiB of ${mib(s.cacheBudgetMiB)} MiB budget`
   );
 }
 
-export function formatMoePrefetchLine(s: Pick<RunSummary, 'prefetchIssued' | 'prefetchUseful' | 'prefetchUsefulPercent'>): string {
+export function formatMoePrefetchLine(s: MoePrefetchLine): string {
   return `moe-prefetch: issued ${s.prefetchIssued}, useful ${s.prefetchUseful} (${pct(s.prefetchUsefulPercent)} %)`;
 }
 
@@ -75,6 +66,18 @@ export function formatEndOfRunLines(s: RunSummary, opts: EndOfRunLineOptions = {
   return lines;
 }
 
+/**
+ * The numbers of the lines formatEndOfRunLines prints, straight from the summary (unrounded):
+ * what a program reports instead of formatting the lines and parsing them back.
+ */
+export function endOfRunValues(s: RunSummary, opts: EndOfRunLineOptions = {}): EndOfRunLines & { generation: GenerationLine } {
+  return {
+    generation: pick(s, GENERATION_KEYS),
+    ...(opts.stream ? { moeStream: pick(s, STREAM_KEYS), moeCache: pick(s, CACHE_KEYS) } : {}),
+    ...(opts.prefetch ? { moePrefetch: pick(s, PREFETCH_KEYS) } : {}),
+  };
+}
+
 // ---- parsers -------------------------------------------------------------------------------
 
 const NUM = String.raw`(n/a|[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)`;
@@ -91,36 +94,29 @@ const CACHE_RE = new RegExp(
 );
 const PREFETCH_RE = new RegExp(String.raw`moe-prefetch: issued ${INT}, useful ${INT} \(${NUM} %\)`);
 
-export interface GenerationLine {
-  tokens: number;
-  secondsPerToken: number;
-  tokensPerSecond: number;
-  promptTokens: number;
-  promptSeconds: number;
-}
+// Each line's numbers are RunSummary fields under their RunSummary names (one name per thing).
+const GENERATION_KEYS = ['tokens', 'secondsPerToken', 'tokensPerSecond', 'promptTokens', 'promptMs'] as const;
+const STREAM_KEYS = [
+  'readMiB',
+  'mibPerToken',
+  'secondsPerToken',
+  'computeSecondsPerToken',
+  'ioSecondsPerToken',
+  'stallSecondsPerToken',
+  'readMiBPerSecond',
+] as const;
+const CACHE_KEYS = ['hitPercent', 'expertHits', 'expertMisses', 'residentMiB', 'cacheBudgetMiB'] as const;
+const PREFETCH_KEYS = ['prefetchIssued', 'prefetchUseful', 'prefetchUsefulPercent'] as const;
 
-export interface MoeStreamLine {
-  readMiB: number;
-  mibPerToken: number;
-  secondsPerToken: number;
-  computeSecondsPerToken: number;
-  ioSecondsPerToken: number;
-  stallSecondsPerToken: number;
-  readMiBPerSecond: number;
-}
+export type GenerationLine = Pick<RunSummary, (typeof GENERATION_KEYS)[number]>;
+export type MoeStreamLine = Pick<RunSummary, (typeof STREAM_KEYS)[number]>;
+export type MoeCacheLine = Pick<RunSummary, (typeof CACHE_KEYS)[number]>;
+export type MoePrefetchLine = Pick<RunSummary, (typeof PREFETCH_KEYS)[number]>;
 
-export interface MoeCacheLine {
-  hitPercent: number | null;
-  expertHits: number;
-  expertMisses: number;
-  residentMiB: number;
-  cacheBudgetMiB: number | null;
-}
-
-export interface MoePrefetchLine {
-  prefetchIssued: number;
-  prefetchUseful: number;
-  prefetchUsefulPercent: number | null;
+function pick<K extends keyof RunSummary>(s: RunSummary, keys: readonly K[]): Pick<RunSummary, K> {
+  const out: Partial<Pick<RunSummary, K>> = {};
+  for (const k of keys) out[k] = s[k];
+  return out as Pick<RunSummary, K>;
 }
 
 /** `n/a` → null. */
@@ -135,7 +131,9 @@ function req(s: string | undefined): number {
 export function parseGenerationLine(line: string): GenerationLine | null {
   const m = GENERATION_RE.exec(line);
   if (!m) return null;
-  return { tokens: req(m[1]), secondsPerToken: req(m[2]), tokensPerSecond: req(m[3]), promptTokens: req(m[4]), promptSeconds: req(m[5]) };
+  // The line prints seconds with at most 6 decimals: back to milliseconds without float noise.
+  const promptMs = Math.round(req(m[5]) * 1e6) / 1e3;
+  return { tokens: req(m[1]), secondsPerToken: req(m[2]), tokensPerSecond: req(m[3]), promptTokens: req(m[4]), promptMs };
 }
 
 export function parseMoeStreamLine(line: string): MoeStreamLine | null {

@@ -1,8 +1,8 @@
-// Prometheus names for the schema's fields, for the server's /metrics. Milliseconds become
-// seconds (Prometheus base units); per-token deltas become `_total` counters; gauges keep the
-// last value. Every non-id column of COLUMNS has exactly one metric here (tested). The server's
-// own measurements (queue, requests, latency) are named here too, so every name has one home.
-import { COLUMNS, type TokenMetrics } from './fields.js';
+// Prometheus metrics for the server's /metrics, derived from the schema by one naming rule
+// (prometheusName): milliseconds become seconds, per-token deltas `_total` counters, gauges keep
+// the last value. Every non-id column of COLUMNS has exactly one metric here (tested). The
+// server's own measurements (queue, requests, latency) are named here too, so every name has one home.
+import { COLUMNS, snakeCase, type ColumnDef, type FieldKind, type TokenMetrics } from './fields.js';
 
 export interface PrometheusMetric {
   readonly name: string;
@@ -10,7 +10,7 @@ export interface PrometheusMetric {
   readonly help: string;
   /**
    * The per-token field it comes from, or null for the run-level ones
-   * (`bmoe_tokens_generated_total`: +1 per token; the prompt counters: from the generation result).
+   * (`bmoe_generated_tokens_total`: +1 per token; the prompt counters: from the generation result).
    */
   readonly field: keyof TokenMetrics | null;
   /** Multiply the field by this (ms → s). */
@@ -21,30 +21,42 @@ export interface PrometheusMetric {
   readonly buckets?: readonly number[];
 }
 
-/** Column → metric name. Times in ms are exported in seconds. */
-const NAMES: Record<string, string> = {
-  wall_ms: 'bmoe_decode_seconds_total',
-  compute_ms: 'bmoe_compute_seconds_total',
-  io_ms: 'bmoe_flash_io_seconds_total',
-  stall_ms: 'bmoe_io_stall_seconds_total',
-  mgmt_ms: 'bmoe_cache_mgmt_seconds_total',
-  read_bytes: 'bmoe_flash_read_bytes_total',
-  expert_hits: 'bmoe_expert_cache_hits_total',
-  expert_misses: 'bmoe_expert_cache_misses_total',
-  cache_resident_bytes: 'bmoe_cache_resident_bytes',
-  prefetch_issued: 'bmoe_prefetch_issued_total',
-  prefetch_useful: 'bmoe_prefetch_useful_total',
-  major_faults: 'bmoe_major_faults_total',
-  minor_faults: 'bmoe_minor_faults_total',
-  cpu_ms: 'bmoe_cpu_seconds_total',
-  rss_bytes: 'bmoe_rss_bytes',
-  mem_available_bytes: 'bmoe_mem_available_bytes',
-};
+/**
+ * THE naming rule, for per-token columns and run-level fields alike: `bmoe_` + the snake_case
+ * name, a `_ms` unit becomes `_seconds` (Prometheus base units: seconds, bytes), and per-token
+ * deltas (times, counters) end in `_total`: `wall_ms` → `bmoe_wall_seconds_total`,
+ * `read_bytes` → `bmoe_read_bytes_total`, `rss_bytes` (gauge) → `bmoe_rss_bytes`.
+ */
+export function prometheusName(column: string, kind: Exclude<FieldKind, 'id'>): string {
+  const base = column.endsWith('_ms') ? `${column.slice(0, -'_ms'.length)}_seconds` : column;
+  return `bmoe_${base}${kind === 'gauge' ? '' : '_total'}`;
+}
+
+function fromColumn(c: ColumnDef & { kind: Exclude<FieldKind, 'id'> }): PrometheusMetric {
+  return {
+    name: prometheusName(c.column, c.kind),
+    type: c.kind === 'gauge' ? 'gauge' : 'counter',
+    help: c.description,
+    field: c.key,
+    scale: c.kind === 'time' ? 1 / 1000 : 1,
+  };
+}
+
+/**
+ * Run-level counters, named by the same rule after the fields they add up: the generation's
+ * `generatedTokens` (+1 per token as it streams) and its summary's `promptTokens` (evaluated, the
+ * reused prefix excluded) and `promptMs`.
+ */
+export const RUN_METRIC = {
+  generatedTokens: prometheusName(snakeCase('generatedTokens'), 'counter'),
+  promptTokens: prometheusName(snakeCase('promptTokens'), 'counter'),
+  promptMs: prometheusName(snakeCase('promptMs'), 'time'),
+} as const;
 
 const RUN_LEVEL: PrometheusMetric[] = [
-  { name: 'bmoe_tokens_generated_total', type: 'counter', help: 'generated tokens', field: null, scale: 1 },
-  { name: 'bmoe_prompt_tokens_total', type: 'counter', help: 'prompt tokens evaluated', field: null, scale: 1 },
-  { name: 'bmoe_prompt_seconds_total', type: 'counter', help: 'prompt processing time', field: null, scale: 1 },
+  { name: RUN_METRIC.generatedTokens, type: 'counter', help: 'generated tokens', field: null, scale: 1 },
+  { name: RUN_METRIC.promptTokens, type: 'counter', help: 'prompt tokens evaluated (the reused KV-cache prefix excluded)', field: null, scale: 1 },
+  { name: RUN_METRIC.promptMs, type: 'counter', help: 'prompt processing time', field: null, scale: 1 },
 ];
 
 /**
@@ -88,26 +100,16 @@ const SERVER_LEVEL: PrometheusMetric[] = [
 export const PROMETHEUS_METRICS: readonly PrometheusMetric[] = [
   ...RUN_LEVEL,
   ...SERVER_LEVEL,
-  ...COLUMNS.filter((c) => c.kind !== 'id').map((c): PrometheusMetric => {
-    const name = NAMES[c.column];
-    if (!name) throw new Error(`metrics schema: no Prometheus name for column ${c.column}`);
-    return {
-      name,
-      type: c.kind === 'gauge' ? 'gauge' : 'counter',
-      help: c.description,
-      field: c.key,
-      scale: c.kind === 'time' ? 1 / 1000 : 1,
-    };
-  }),
+  ...COLUMNS.flatMap((c) => (c.kind === 'id' ? [] : [fromColumn({ ...c, kind: c.kind })])),
 ];
 
 /**
  * One token's contribution: counters are increments to add, gauges are values to set.
- * Gauges whose value is unknown (null) are left out. Includes `bmoe_tokens_generated_total` +1.
+ * Gauges whose value is unknown (null) are left out. Includes `bmoe_generated_tokens_total` +1.
  */
 export function prometheusUpdates(rec: TokenMetrics): Array<{ name: string; type: 'counter' | 'gauge'; value: number }> {
   const out: Array<{ name: string; type: 'counter' | 'gauge'; value: number }> = [
-    { name: 'bmoe_tokens_generated_total', type: 'counter', value: 1 },
+    { name: RUN_METRIC.generatedTokens, type: 'counter', value: 1 },
   ];
   for (const m of PROMETHEUS_METRICS) {
     if (m.field === null || m.type === 'histogram') continue;
