@@ -66,7 +66,7 @@ describe('the chat page at 360×800', () => {
   });
 
   it('streams a reply token by token and fills the live panel with the server numbers', async () => {
-    const before = await serverMetric('bmoe_tokens_generated_total');
+    const before = await serverMetric('bmoe_generated_tokens_total');
     // Count how many times the reply grows: tokens arrive one by one, not in one piece.
     await page.evaluate(() => {
       const w = window as unknown as { growth: number };
@@ -82,7 +82,7 @@ describe('the chat page at 360×800', () => {
     expect(await page.evaluate(() => (window as unknown as { growth: number }).growth)).toBeGreaterThan(5);
     // The stats line comes from the final chunk's usage + summary.
     expect(await reply.locator('.stats').innerText()).toMatch(/^24 tokens · [\d.]+ tok\/s · [\d.]+ MiB\/token from flash · cache hit \d+%$/);
-    expect((await serverMetric('bmoe_tokens_generated_total')) - before).toBe(24);
+    expect((await serverMetric('bmoe_generated_tokens_total')) - before).toBe(24);
 
     const toks = number(await metric('toks'));
     expect(toks).toBeGreaterThan(0);
@@ -108,7 +108,7 @@ describe('the chat page at 360×800', () => {
     await page.goto(`${demo.url}?temperature=0&max_tokens=3000`);
     await expect.poll(() => page.locator('#model-mode').innerText()).toBe('streaming');
     const disconnectedBefore = await serverMetric('bmoe_requests_total', '{endpoint="/v1/chat/completions",outcome="disconnected"}');
-    const tokensBefore = await serverMetric('bmoe_tokens_generated_total');
+    const tokensBefore = await serverMetric('bmoe_generated_tokens_total');
     await page.locator('#input').fill('Write a very long story');
     await page.locator('#send').click();
     const reply = page.locator('.msg.assistant').last();
@@ -118,10 +118,10 @@ describe('the chat page at 360×800', () => {
     expect(await reply.locator('.stats').innerText()).toBe('stopped');
     // The server saw the client leave and ended the generation far short of max_tokens.
     await expect.poll(() => serverMetric('bmoe_requests_total', '{endpoint="/v1/chat/completions",outcome="disconnected"}')).toBe(disconnectedBefore + 1);
-    const generated = (await serverMetric('bmoe_tokens_generated_total')) - tokensBefore;
+    const generated = (await serverMetric('bmoe_generated_tokens_total')) - tokensBefore;
     expect(generated).toBeLessThan(3000);
     await new Promise((r) => setTimeout(r, 500));
-    expect((await serverMetric('bmoe_tokens_generated_total')) - tokensBefore).toBe(generated);
+    expect((await serverMetric('bmoe_generated_tokens_total')) - tokensBefore).toBe(generated);
     // The turn is free again: the next message is answered.
     expect(await page.locator('#send').isHidden()).toBe(false);
     await page.goto(`${demo.url}?temperature=0&max_tokens=4`);

@@ -228,7 +228,7 @@ async function runRow(
       const line = pending.slice(0, nl);
       pending = pending.slice(nl + 1);
       if (line.startsWith('{"type":"token"')) {
-        const m = /"index":(\d+)/.exec(line);
+        const m = /"tokenIndex":(\d+)/.exec(line);
         if (m) o.progress?.token(Number(m[1]));
       }
     }

@@ -85,7 +85,7 @@ export async function runGeneration(spec: GenerationSpec): Promise<number> {
 }
 
 function tokenEvent(ev: TokenEvent): Record<string, unknown> {
-  return { type: 'token', index: ev.index, token: ev.token, text: ev.text, eog: ev.eog, metrics: ev.metrics };
+  return { type: 'token', tokenIndex: ev.tokenIndex, tokenId: ev.tokenId, text: ev.text, eog: ev.eog, metrics: ev.metrics };
 }
 
 function writeLine(obj: Record<string, unknown>): void {

@@ -56,12 +56,12 @@ describe.skipIf(!nativeAvailable)('bmoe run (native)', () => {
   it('--json emits one parseable event per line, tokens then done', async () => {
     const r = await runCli(['run', model, '-p', PROMPT, '-n', '8', '-t', '2', '--json']);
     expect(r.code).toBe(0);
-    const events = lines(r.stdout).map((l) => JSON.parse(l) as { type: string; index?: number; summary?: { tokens: number } });
+    const events = lines(r.stdout).map((l) => JSON.parse(l) as { type: string; tokenIndex?: number; summary?: { tokens: number } });
     const tokens = events.filter((e) => e.type === 'token');
     expect(events.at(-1)?.type).toBe('done');
     expect(events.filter((e) => e.type === 'done')).toHaveLength(1);
     expect(tokens.length).toBe(events.at(-1)!.summary!.tokens);
-    expect(tokens.map((e) => e.index)).toEqual(tokens.map((_, i) => i));
+    expect(tokens.map((e) => e.tokenIndex)).toEqual(tokens.map((_, i) => i));
   });
 
   it('--chat and --no-think format the prompt with the template and still generate', async () => {

@@ -119,7 +119,7 @@ export class SessionImpl implements Session {
           throw new BmoeError('E_OPTION', `the prompt is ${tokens.length} tokens but the context holds ${contextSize} (contextSize)`);
         }
         // An abort while the prompt was prepared must not be cleared by the native generate().
-        if (stopped) return { stopReason: 'abort', nPromptTokens: tokens.length, nPromptReused: 0, promptMs: 0, nGenerated: 0 };
+        if (stopped) return { stopReason: 'abort', promptTokens: tokens.length, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
         const sampling = { temperature: opts.temperature, topK: opts.topK, topP: opts.topP, seed: opts.seed };
         try {
           return await ctx.generate({ tokens, maxTokens: opts.maxTokens, sampling, logits: opts.logits }, onToken);

@@ -1,7 +1,7 @@
 // /metrics: one prom-client registry per server (two servers in one process do not mix counts),
 // holding exactly the metrics of the shared schema's PROMETHEUS_METRICS table: the engine's
 // per-token counters and gauges, the prompt counters, and the server's queue/request/latency ones.
-import { PROMETHEUS_METRICS, prometheusUpdates, type GenerationResult, type TokenMetrics } from '@bmoe/engine';
+import { PROMETHEUS_METRICS, RUN_METRIC, prometheusUpdates, type GenerationResult, type TokenMetrics } from '@bmoe/engine';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** How a generation request ended, as the `outcome` label of `bmoe_requests_total`. */
@@ -40,8 +40,8 @@ export class ServerMetrics {
 
   /** A finished generation's prompt phase (prompt tokens evaluated, not those reused). */
   prompt(result: GenerationResult): void {
-    this.counter('bmoe_prompt_tokens_total').inc(result.summary.promptTokens);
-    this.counter('bmoe_prompt_seconds_total').inc(result.summary.promptMs / 1000);
+    this.counter(RUN_METRIC.promptTokens).inc(result.summary.promptTokens);
+    this.counter(RUN_METRIC.promptMs).inc(result.summary.promptMs / 1000);
   }
 
   queueDepth(depth: number): void {

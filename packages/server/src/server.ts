@@ -550,7 +550,7 @@ class ServerImpl implements BmoeServer {
     const parsed = parseEndOfRunLines(lines.join('\n'));
     const bmoe: BmoeResult = {
       summary: result.summary,
-      generation: parsed.generation ?? { tokens: 0, secondsPerToken: 0, tokensPerSecond: 0, promptTokens: 0, promptSeconds: 0 },
+      generation: parsed.generation ?? { tokens: 0, secondsPerToken: 0, tokensPerSecond: 0, promptTokens: 0, promptMs: 0 },
       ...(parsed.moeStream ? { stream: parsed.moeStream } : {}),
       ...(parsed.moeCache ? { cache: parsed.moeCache } : {}),
       ...(parsed.moePrefetch ? { prefetch: parsed.moePrefetch } : {}),

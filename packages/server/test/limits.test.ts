@@ -86,7 +86,7 @@ describe.skipIf(!native)('API key', () => {
 
     const ok = await s.client.chat.completions.create({ model: s.server.modelId, messages: user('x'), max_tokens: 2, temperature: 0 });
     expect(ok.usage?.completion_tokens).toBe(2);
-    expect((await scrape(s.url, { authorization: 'Bearer sekret' })).get('bmoe_tokens_generated_total')).toBe(2);
+    expect((await scrape(s.url, { authorization: 'Bearer sekret' })).get('bmoe_generated_tokens_total')).toBe(2);
   });
 });
 
