@@ -37,6 +37,7 @@ add_library(bmoe_runtime STATIC
     src/runtime/log_capture.cpp
     src/stream/expert_layout.cpp
     src/stream/streamer.cpp
+    src/stream/routing.cpp
     src/vm/expert_memory.cpp
     src/vm/slot_pool.cpp
     src/vm/file_guard.cpp

@@ -76,10 +76,7 @@ void generator::reset() {
     cached.clear();
 }
 
-generate_result generator::run(const generate_request & req, const std::function<void(token_event &&)> & on_token) {
-    generate_result res;
-    // abort_flag is NOT cleared here: the caller clears it when the generation is requested, so an
-    // abort that arrives while this thread still waits for the model's decode lock is honoured.
+void generator::check_request(const generate_request & req) const {
     const int32_t n_ctx = (int32_t) llama_n_ctx(ctx);
     if (file_check) {
         const std::string changed = file_check();
@@ -99,13 +96,15 @@ generate_result generator::run(const generate_request & req, const std::function
                                      std::to_string(n_vocab - 1) + ")");
         }
     }
+}
 
+size_t generator::keep_cached_prefix(const std::vector<llama_token> & tokens) {
     // Reuse the longest cached prefix; at least one token must be evaluated to get logits.
     size_t n_keep = 0;
-    while (n_keep < cached.size() && n_keep < req.tokens.size() && cached[n_keep] == req.tokens[n_keep]) {
+    while (n_keep < cached.size() && n_keep < tokens.size() && cached[n_keep] == tokens[n_keep]) {
         n_keep++;
     }
-    if (n_keep == req.tokens.size()) {
+    if (n_keep == tokens.size()) {
         n_keep--;
     }
     llama_memory_t mem = llama_get_memory(ctx);
@@ -114,53 +113,72 @@ generate_result generator::run(const generate_request & req, const std::function
         n_keep = 0;
     }
     cached.resize(n_keep);
-    res.n_prompt        = (int32_t) req.tokens.size();
-    res.n_prompt_reused = (int32_t) n_keep;
+    return n_keep;
+}
 
-    sampler_ptr smpl = make_sampler(req.sampling);
-
+void generator::throw_if_failed() {
     // An observer that stopped a decode (a failed read, a changed file) is an error, not an abort.
     // So is a model file that changed under the decode (its output is garbage).
-    auto throw_observer_error = [&]() {
-        std::string why = observer ? observer->error() : std::string();
-        if (why.empty() && file_check) why = file_check();
-        if (!why.empty()) {
-            llama_memory_seq_rm(llama_get_memory(ctx), 0, (llama_pos) cached.size(), -1);
-            throw std::runtime_error(why);
-        }
-    };
+    std::string why = observer ? observer->error() : std::string();
+    if (why.empty() && file_check) why = file_check();
+    if (!why.empty()) {
+        drop_uncached();
+        throw std::runtime_error(why);
+    }
+}
 
-    auto decode = [&](llama_token * toks, int32_t n) -> bool {
-        const int32_t rc = llama_decode(ctx, llama_batch_get_one(toks, n));
-        throw_observer_error();
-        if (rc == 2 || (rc != 0 && abort_flag.load())) {
-            return false; // aborted inside the graph
-        }
-        if (rc != 0) {
-            throw std::runtime_error("llama_decode failed with code " + std::to_string(rc) + " at position " +
-                                     std::to_string(cached.size()));
-        }
-        cached.insert(cached.end(), toks, toks + n);
-        return true;
-    };
+void generator::drop_uncached() {
+    llama_memory_seq_rm(llama_get_memory(ctx), 0, (llama_pos) cached.size(), -1);
+}
 
-    // Prompt, in n_batch chunks like llama-completion.
-    const double  t_prompt = now_ms();
-    std::vector<llama_token> pending(req.tokens.begin() + (long) n_keep, req.tokens.end());
-    decode_timer  first(observer, &abort_flag);
+bool generator::decode(llama_token * toks, int32_t n) {
+    const int32_t rc = llama_decode(ctx, llama_batch_get_one(toks, n));
+    throw_if_failed();
+    if (rc == 2 || (rc != 0 && abort_flag.load())) {
+        return false; // aborted inside the graph
+    }
+    if (rc != 0) {
+        throw std::runtime_error("llama_decode failed with code " + std::to_string(rc) + " at position " + std::to_string(cached.size()));
+    }
+    cached.insert(cached.end(), toks, toks + n);
+    return true;
+}
+
+bool generator::eval_prompt(std::vector<llama_token> pending, token_metrics & metrics) {
+    // In n_batch chunks like llama-completion; one metrics record covers the whole prompt.
+    decode_timer first(observer, &abort_flag);
     for (size_t i = 0; i < pending.size(); i += (size_t) n_batch) {
         const int32_t n = (int32_t) std::min(pending.size() - i, (size_t) n_batch);
         if (abort_flag.load() || !decode(pending.data() + i, n)) {
-            throw_observer_error();
-            res.stop_reason = "abort";
-            res.prompt_ms   = now_ms() - t_prompt;
-            llama_memory_seq_rm(mem, 0, (llama_pos) cached.size(), -1);
-            return res;
+            throw_if_failed();
+            drop_uncached();
+            return false;
         }
     }
-    token_metrics metrics = first.finish();
-    res.prompt_ms = now_ms() - t_prompt;
+    metrics = first.finish();
+    return true;
+}
 
+generate_result generator::run(const generate_request & req, const std::function<void(token_event &&)> & on_token) {
+    // abort_flag is NOT cleared here: the caller clears it when the generation is requested, so an
+    // abort that arrives while this thread still waits for the model's decode lock is honoured.
+    check_request(req);
+    generate_result res;
+    const size_t n_keep = keep_cached_prefix(req.tokens);
+    res.n_prompt        = (int32_t) req.tokens.size();
+    res.n_prompt_reused = (int32_t) n_keep;
+    sampler_ptr smpl = make_sampler(req.sampling);
+
+    const double  t_prompt = now_ms();
+    token_metrics metrics;
+    const bool    prompt_done = eval_prompt({ req.tokens.begin() + (long) n_keep, req.tokens.end() }, metrics);
+    res.prompt_ms = now_ms() - t_prompt;
+    if (!prompt_done) {
+        res.stop_reason = "abort";
+        return res;
+    }
+    const int32_t n_ctx   = (int32_t) llama_n_ctx(ctx);
+    const int32_t n_vocab = llama_vocab_n_tokens(vocab);
     for (int32_t i = 0; i < req.max_tokens; i++) {
         token_event ev;
         ev.index   = i;
@@ -193,9 +211,9 @@ generate_result generator::run(const generate_request & req, const std::function
         }
         decode_timer t(observer, &abort_flag);
         if (!decode(&tok, 1)) {
-            throw_observer_error();
+            throw_if_failed();
+            drop_uncached();
             res.stop_reason = "abort";
-            llama_memory_seq_rm(mem, 0, (llama_pos) cached.size(), -1);
             return res;
         }
         metrics = t.finish();

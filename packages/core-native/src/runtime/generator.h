@@ -67,4 +67,14 @@ struct generator {
     // Throws std::runtime_error with a one-line message on failure.
     generate_result run(const generate_request & req, const std::function<void(token_event &&)> & on_token);
     void reset();
+
+  private:
+    void   check_request(const generate_request & req) const;
+    // Keeps the KV entries of the longest prefix `tokens` shares with `cached`; returns its length.
+    size_t keep_cached_prefix(const std::vector<llama_token> & tokens);
+    // False when aborted (the unevaluated part is dropped from the KV cache).
+    bool   eval_prompt(std::vector<llama_token> pending, token_metrics & metrics);
+    bool   decode(llama_token * toks, int32_t n);
+    void   throw_if_failed();
+    void   drop_uncached();
 };

@@ -56,7 +56,12 @@ struct streamer : decode_observer {
     stream_info info() const;
 
   private:
+    // Setup (streamer.cpp).
+    void index_tensors(uint8_t * mapping_base);
+    void setup_memory(uint8_t * mapping_base);
+    void size_cache();
     bool on_eval(ggml_tensor * t, bool ask);
+    // Residency (routing.cpp).
     void route_layer(int32_t layer, const ggml_tensor * ids);
     // Makes `key` resident in a slot (evicting as the policy says) and appends its reads.
     bool load_unit(const expert_key & key, std::vector<std::vector<read_task>> & by_proj, bool prefetch);
