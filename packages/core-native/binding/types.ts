@@ -142,8 +142,18 @@ export interface NativeChatMessage {
   content: string;
 }
 
+/** A prompt for NativeModel.prepare(): raw text, or chat messages through the template. */
+export type NativePrepareInput = { text: string } | { messages: NativeChatMessage[]; chatml: boolean; think: boolean };
+
 export interface NativeModel {
   info(): NativeModelInfo;
+  /**
+   * The prompt's tokens (special tokens parsed, the model's BOS once), computed on a worker
+   * thread: templating and tokenizing a huge conversation never blocks the event loop.
+   */
+  prepare(input: NativePrepareInput): Promise<Int32Array>;
+  /** "" while the model file is as loaded; else one line saying it changed (the model then refuses to generate). */
+  fileStatus(): string;
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
   detokenize(tokens: Int32Array): string;
   /** Formats with the GGUF's own template (llama.cpp common chat templates), or ChatML when asked. */

@@ -5,6 +5,7 @@
 
 #include "../runtime/log_capture.h"
 #include "../stream/streamer.h"
+#include "../vm/file_guard.h"
 
 #include <stdexcept>
 
@@ -49,7 +50,7 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     log_capture_reset();
     llama_context * ctx = llama_init_from_model(model->model, cp);
     if (!ctx) {
-        const std::string why = log_capture_last_error();
+        const std::string why = log_capture_first_error();
         throw Napi::Error::New(env, "could not create a context (n_ctx " + std::to_string(p.n_ctx) + ")" +
                                         (why.empty() ? "" : ": " + why));
     }
@@ -62,6 +63,9 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     self->gen->vocab   = llama_model_get_vocab(self->model->model);
     self->gen->n_batch = (int32_t) cp.n_batch;
     self->gen->observer = self->model->stream.get();
+    if (const file_guard * guard = self->model->guard.get()) {
+        self->gen->file_check = [guard]() { return guard->check(); };
+    }
     llama_set_abort_callback(ctx, [](void * data) { return static_cast<generator *>(data)->abort_flag.load(); }, self->gen.get());
     return obj;
 }
@@ -132,6 +136,7 @@ Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
         env, info[1].As<Napi::Function>(), "bmoe-generate", 0, 1, job,
         [](Napi::Env env, generate_job * job) { job->owner->finish_job(env, job); });
     busy = true;
+    gen->abort_flag.store(false); // here, not on the decode thread: an abort while it waits for the lock counts
     Ref(); // keep this object alive while the decode thread uses it
 
     generator * g = gen.get();
