@@ -3,8 +3,9 @@
 // working set one token touches. Works on a header read from disk (readGguf) or on a planned
 // file that was never written (planModel), since both are GgufFile.
 
+import { GgufError } from './errors.js';
 import type { GgufFile, GgufTensorInfo } from './reader.js';
-import { GgmlType, ggmlType } from './types.js';
+import { GgmlType, ggmlType, ggufValueTypeName } from './types.js';
 import { kvArray, kvNumber, kvString } from './values.js';
 
 /** Expert projections as named in tensor names; gate_up is Gemma 4's fused gate+up. */
@@ -91,9 +92,17 @@ function maxOf(v: number | readonly (number | bigint | boolean | string)[] | und
 
 export function describeModel(file: GgufFile): ModelShape {
   const arch = kvString(file.kv, 'general.architecture');
-  if (!arch) throw new Error(`${file.path}: no general.architecture in the metadata`);
-  const num = (k: string): number | undefined => kvNumber(file.kv, `${arch}.${k}`);
-  const numOrArr = (k: string): number | undefined => maxOf(num(k) ?? kvArray(file.kv, `${arch}.${k}`));
+  if (!arch) throw new GgufError(file.path, undefined, 'no general.architecture in the metadata');
+  // Shape values are counts: a float or negative one is a corrupt header, named as such.
+  const count = (key: string, v: number | undefined): number | undefined => {
+    if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) {
+      const t = file.kv.get(key)?.type;
+      throw new GgufError(file.path, file.entries?.get(key)?.offset, `${key} is ${v} (${t === undefined ? 'no type' : ggufValueTypeName(t)}), expected a non-negative integer`);
+    }
+    return v;
+  };
+  const num = (k: string): number | undefined => count(`${arch}.${k}`, kvNumber(file.kv, `${arch}.${k}`));
+  const numOrArr = (k: string): number | undefined => count(`${arch}.${k}`, maxOf(num(k) ?? kvArray(file.kv, `${arch}.${k}`)));
 
   const layers = num('block_count') ?? 0;
   const experts = num('expert_count') ?? 0;
@@ -101,7 +110,8 @@ export function describeModel(file: GgufFile): ModelShape {
   const embd = num('embedding_length') ?? 0;
   const tokens = kvArray(file.kv, 'tokenizer.ggml.tokens');
   const tokEmbd = file.tensors.find((t) => t.name === 'token_embd.weight');
-  const vocabSize = tokens?.length ?? num('vocab_size') ?? tokEmbd?.dims[1] ?? 0;
+  // A tokenizer table over the read budget is described (entries), not loaded: its length is known.
+  const vocabSize = tokens?.length ?? file.entries?.get('tokenizer.ggml.tokens')?.length ?? num('vocab_size') ?? tokEmbd?.dims[1] ?? 0;
 
   const quantTypes: Record<string, number> = {};
   let totalBytes = 0;
@@ -116,7 +126,7 @@ export function describeModel(file: GgufFile): ModelShape {
     const e = parseExpertName(t.name);
     if (!e) continue;
     const n = t.dims.length === 3 ? t.dims[2]! : 1;
-    if (n <= 0 || t.bytes % n !== 0) throw new Error(`${file.path}: expert tensor ${t.name} does not split into ${n} equal slices`);
+    if (n <= 0 || t.bytes % n !== 0) throw new GgufError(file.path, t.offset, `expert tensor ${t.name} does not split into ${n} equal slices`);
     const sliceBytes = t.bytes / n;
     expertBytes += t.bytes;
     expertTensors.push({ layer: e.layer, proj: e.proj, name: t.name, type: t.type, offset: t.offset, bytes: t.bytes, sliceBytes, experts: n });

@@ -5,13 +5,16 @@
 export class GgufError extends Error {
   /** The file path as the caller gave it. */
   readonly path: string;
-  /** Byte offset in the file where the problem was found (or the byte that is missing). */
-  readonly offset: number;
+  /**
+   * Byte offset in the file where the problem was found (or the byte that is missing); undefined
+   * when the problem has no place, e.g. a key the file lacks.
+   */
+  readonly offset: number | undefined;
 
-  constructor(path: string, offset: number, problem: string) {
+  constructor(path: string, offset: number | undefined, problem: string) {
     // Keep it one line: problems may embed names read from the file.
     const oneLine = problem.replace(/[\r\n]+/g, ' ');
-    super(`${path}: ${oneLine} (at byte ${offset})`);
+    super(offset === undefined ? `${path}: ${oneLine}` : `${path}: ${oneLine} (at byte ${offset})`);
     this.name = 'GgufError';
     this.path = path;
     this.offset = offset;

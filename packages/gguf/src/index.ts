@@ -9,12 +9,15 @@ export {
   ggmlTypeByName,
   ggmlTypeInfo,
   ggmlTypes,
+  ggufValueTypeName,
   rowBytes,
   tensorBytes,
   type GgmlTypeInfo,
 } from './types.js';
 export { gv, kvArray, kvNumber, kvString, type GgufValue, type GgufBigIntType, type GgufNumberType } from './values.js';
-export { readGguf, type GgufFile, type GgufTensorInfo } from './reader.js';
+export { readGguf, MAX_KV, MAX_TENSORS, type GgufEntry, type GgufFile, type GgufTensorInfo, type ReadOptions } from './reader.js';
+export { DEFAULT_MAX_ITEMS, DEFAULT_MAX_STRING_BYTES, MAX_KEY_BYTES, MAX_STRING_ITEMS } from './metadata.js';
+export { checkLlamaLimits, LLAMA_MAX_EXPERTS, LLAMA_MAX_LAYERS } from './llama-limits.js';
 export {
   layoutGguf,
   writeGguf,

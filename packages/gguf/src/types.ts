@@ -186,3 +186,24 @@ export function ggufScalarSize(t: GgufValueType): number {
       return 0;
   }
 }
+
+const VALUE_TYPE_NAMES: Readonly<Record<GgufValueType, string>> = {
+  [GgufValueType.UINT8]: 'uint8',
+  [GgufValueType.INT8]: 'int8',
+  [GgufValueType.UINT16]: 'uint16',
+  [GgufValueType.INT16]: 'int16',
+  [GgufValueType.UINT32]: 'uint32',
+  [GgufValueType.INT32]: 'int32',
+  [GgufValueType.FLOAT32]: 'float32',
+  [GgufValueType.BOOL]: 'bool',
+  [GgufValueType.STRING]: 'string',
+  [GgufValueType.ARRAY]: 'array',
+  [GgufValueType.UINT64]: 'uint64',
+  [GgufValueType.INT64]: 'int64',
+  [GgufValueType.FLOAT64]: 'float64',
+};
+
+/** The name of a GGUF value type ("uint32", "float32", "array", ...). */
+export function ggufValueTypeName(t: GgufValueType): string {
+  return VALUE_TYPE_NAMES[t] ?? `type ${String(t)}`;
+}

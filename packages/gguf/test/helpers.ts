@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GgmlType, gv, writeGguf, type GgufSpec, type GgufTensorInfo } from '../src/index.js';
+import { GgmlType, GgufValueType, gv, layoutGguf, writeGguf, type GgufSpec, type GgufTensorInfo, type GgufValue } from '../src/index.js';
 
 /** A fresh temporary directory, removed by the returned cleanup. */
 export function tempDir(prefix = 'bmoe-gguf-'): { dir: string; cleanup: () => void } {
@@ -61,3 +61,72 @@ export async function writeFixture(dir: string, name = 'fixture.gguf'): Promise<
   });
   return path;
 }
+
+// ---------------------------------------------------------------------------------------
+// Hostile files: edits of a fixture's bytes and headers that claim far more than they hold.
+
+/** Offset of the key-value pair whose key is `key` (its u64 length field) in GGUF bytes. */
+export function kvAt(bytes: Buffer, key: string): number {
+  const k = Buffer.from(key, 'utf8');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(k.length));
+  const at = bytes.indexOf(Buffer.concat([len, k]));
+  if (at < 0) throw new Error(`key ${key} not found`);
+  return at;
+}
+
+/** Offset of the value-type field of `key` (the value follows it). */
+export function kvTypeAt(bytes: Buffer, key: string): number {
+  return kvAt(bytes, key) + 8 + Buffer.byteLength(key);
+}
+
+/** A copy of `bytes` with the 4-byte scalar of `key` replaced: type and value bits. */
+export function withScalar(bytes: Buffer, key: string, type: GgufValueType, write: (b: Buffer, at: number) => void): Buffer {
+  const out = Buffer.from(bytes);
+  const at = kvTypeAt(out, key);
+  out.writeUInt32LE(type, at);
+  write(out, at + 4);
+  return out;
+}
+
+/** A copy of `bytes` with the uint32 value of `key` set to v. */
+export function withU32(bytes: Buffer, key: string, v: number): Buffer {
+  return withScalar(bytes, key, GgufValueType.UINT32, (b, at) => b.writeUInt32LE(v, at));
+}
+
+/**
+ * A header-only GGUF (no tensors) whose last metadata entry is an array `key` claiming `count`
+ * items of `itemType` that are never written: the file is extended sparsely to hold them (zero
+ * bytes: zeros for numbers, empty strings). Costs a few KB of disk whatever `count` is.
+ */
+export function writeSparseArray(path: string, kv: ReadonlyArray<readonly [string, GgufValue]>, key: string, itemType: GgufValueType, count: number): void {
+  const empty: GgufValue = { type: GgufValueType.ARRAY, itemType: GgufValueType.UINT8, value: [] };
+  const { header } = layoutGguf({ kv: [...kv, [key, empty]], tensors: [] });
+  const out = Buffer.from(header);
+  out.writeUInt32LE(itemType, out.length - 12);
+  out.writeBigUInt64LE(BigInt(count), out.length - 8);
+  writeFileSync(path, out);
+  const itemBytes = itemType === GgufValueType.STRING ? 8 : ggufScalarSizeOf(itemType);
+  truncateSync(path, out.length + count * itemBytes);
+}
+
+function ggufScalarSizeOf(t: GgufValueType): number {
+  const sizes: Partial<Record<GgufValueType, number>> = {
+    [GgufValueType.UINT8]: 1, [GgufValueType.INT8]: 1, [GgufValueType.BOOL]: 1,
+    [GgufValueType.UINT16]: 2, [GgufValueType.INT16]: 2,
+    [GgufValueType.UINT32]: 4, [GgufValueType.INT32]: 4, [GgufValueType.FLOAT32]: 4,
+    [GgufValueType.UINT64]: 8, [GgufValueType.INT64]: 8, [GgufValueType.FLOAT64]: 8,
+  };
+  const s = sizes[t];
+  if (s === undefined) throw new Error(`no scalar size for type ${t}`);
+  return s;
+}
+
+/** The metadata of a small qwen3moe-shaped header (no tensors): enough for describeModel. */
+export const SHAPE_KV: ReadonlyArray<readonly [string, GgufValue]> = [
+  ['general.architecture', gv.str('qwen3moe')],
+  ['qwen3moe.block_count', gv.u32(2)],
+  ['qwen3moe.expert_count', gv.u32(8)],
+  ['qwen3moe.expert_used_count', gv.u32(2)],
+  ['qwen3moe.embedding_length', gv.u32(64)],
+];

@@ -1,0 +1,168 @@
+// What the pinned llama.cpp asserts about a model's shape instead of reporting it: a GGML_ASSERT
+// aborts the whole process (a server, the demo), so a file that breaks one must be refused in
+// JavaScript first. Each rule below names the llama.cpp line it mirrors (80fb11ac, under
+// packages/core-native/deps/llama.cpp/src). What llama.cpp throws as an exception (a missing key,
+// a tensor of the wrong shape) is left to it: those come back as a load error, not a crash.
+
+import { GgufError } from './errors.js';
+import type { GgufFile } from './reader.js';
+import { GgufValueType, ggufValueTypeName } from './types.js';
+import type { GgufValue } from './values.js';
+
+/** llama-hparams.h: LLAMA_MAX_LAYERS. */
+export const LLAMA_MAX_LAYERS = 512;
+/** llama-hparams.h: LLAMA_MAX_EXPERTS. */
+export const LLAMA_MAX_EXPERTS = 1024;
+/** llama-model.cpp: LLAMA_ROPE_SCALING_TYPES (anything else fails GGML_ASSERT in load_hparams). */
+const ROPE_SCALING_TYPES: readonly string[] = ['none', 'linear', 'yarn', 'longrope'];
+
+class Rules {
+  constructor(private readonly file: GgufFile) {}
+
+  fail(key: string, problem: string): never {
+    throw new GgufError(this.file.path, this.file.entries?.get(key)?.offset, `${key} ${problem}`);
+  }
+
+  private describe(v: GgufValue): string {
+    if (v.type === GgufValueType.ARRAY) return `an array of ${v.value.length} ${ggufValueTypeName(v.itemType)}`;
+    const shown = typeof v.value === 'string' ? JSON.stringify(v.value.slice(0, 40)) : String(v.value);
+    return `a ${ggufValueTypeName(v.type)} (${shown})`;
+  }
+
+  /** A key llama.cpp reads with get_key<uint32_t>: absent, or exactly a uint32. */
+  u32(key: string): number | undefined {
+    const v = this.file.kv.get(key);
+    if (!v) return undefined;
+    if (v.type !== GgufValueType.UINT32) this.fail(key, `is ${this.describe(v)}, but llama.cpp reads it as a uint32`);
+    return v.value;
+  }
+
+  /** A string key, or undefined. */
+  str(key: string): string | undefined {
+    const v = this.file.kv.get(key);
+    if (!v) return undefined;
+    if (v.type !== GgufValueType.STRING) this.fail(key, `is ${this.describe(v)}, but llama.cpp reads it as a string`);
+    return v.value;
+  }
+
+  /**
+   * A key read with get_key_or_arr into uint32 per layer: a uint32, or an array of uint32, int32
+   * or bool with one item per layer (llama-model-loader.cpp get_arr); items as C++ sees them.
+   */
+  perLayer(key: string, layers: number): number[] | undefined {
+    const v = this.file.kv.get(key);
+    if (!v) return undefined;
+    if (v.type !== GgufValueType.ARRAY) {
+      const u = this.u32(key) ?? 0;
+      return new Array<number>(layers).fill(u);
+    }
+    const it = v.itemType;
+    if (it !== GgufValueType.UINT32 && it !== GgufValueType.INT32 && it !== GgufValueType.BOOL) {
+      this.fail(key, `is ${this.describe(v)}, but llama.cpp reads a uint32 or an array of uint32, int32 or bool`);
+    }
+    if (v.value.length !== layers) this.fail(key, `has ${v.value.length} items, but the model has ${layers} layers`);
+    return v.value.map((x) => (typeof x === 'boolean' ? Number(x) : Number(x) >>> 0));
+  }
+}
+
+/**
+ * Refuses, with a one-line GgufError naming the file and the key, a header that would make the
+ * pinned llama.cpp abort the process while loading it or building its first graph: shape values
+ * past its fixed limits (layers, experts), expert counts that contradict each other, a wrong value
+ * type where llama.cpp's checks assume one, a duplicate vocabulary token, and metadata too large
+ * for readGguf's budget (llama.cpp would hold all of it in memory, and this check could not see it).
+ */
+export function checkLlamaLimits(file: GgufFile): void {
+  const r = new Rules(file);
+  for (const [key, e] of file.entries ?? []) {
+    if (!e.loaded) {
+      const size = e.type === GgufValueType.ARRAY ? `${e.length} items` : `${e.length} bytes`;
+      r.fail(key, `holds ${size}, more than bmoe reads from a header; llama.cpp would load all of it into memory`);
+    }
+  }
+  const arch = r.str('general.architecture');
+  if (arch === undefined) return; // llama.cpp reports a missing architecture itself
+  const k = (name: string): string => `${arch}.${name}`;
+
+  // llama-model.cpp load_hparams: GGML_ASSERT(n_layer_all > 0 && n_layer_all <= LLAMA_MAX_LAYERS)
+  const layers = r.u32(k('block_count'));
+  if (layers === undefined) return; // llama.cpp throws "key not found"
+  if (layers < 1 || layers > LLAMA_MAX_LAYERS) r.fail(k('block_count'), `is ${layers}, llama.cpp allows 1 to ${LLAMA_MAX_LAYERS}`);
+  const nextn = r.u32(k('nextn_predict_layers')) ?? 0;
+  if (nextn > layers) r.fail(k('nextn_predict_layers'), `is ${nextn}, more than block_count ${layers}`);
+
+  checkExperts(r, k, layers);
+
+  const rope = r.str(k('rope.scaling.type'));
+  if (rope !== undefined && !ROPE_SCALING_TYPES.includes(rope)) {
+    r.fail(k('rope.scaling.type'), `is ${JSON.stringify(rope.slice(0, 40))}, llama.cpp knows ${ROPE_SCALING_TYPES.join(', ')}`);
+  }
+  checkHeadSizes(r, k, arch, layers);
+  checkVocab(r, file);
+}
+
+/** load_hparams: the asserts on n_expert, n_expert_used and the expert groups. */
+function checkExperts(r: Rules, k: (name: string) => string, layers: number): void {
+  const experts = r.u32(k('expert_count')) ?? 0;
+  if (experts > LLAMA_MAX_EXPERTS) r.fail(k('expert_count'), `is ${experts}, llama.cpp allows at most ${LLAMA_MAX_EXPERTS}`);
+  const used = r.perLayer(k('expert_used_count'), layers) ?? [];
+  const maxUsed = used.reduce((m, x) => Math.max(m, x), 0);
+  if (maxUsed > experts) r.fail(k('expert_used_count'), `is ${maxUsed}, more than expert_count ${experts}`);
+  const groups = r.u32(k('expert_group_count')) ?? 0;
+  const groupsUsed = r.u32(k('expert_group_used_count')) ?? 0;
+  if (experts === 0) {
+    if (groups !== 0) r.fail(k('expert_group_count'), `is ${groups}, but the model has no experts`);
+    return;
+  }
+  if (maxUsed === 0) r.fail(k('expert_used_count'), `is 0 (or missing), but the model has ${experts} experts`);
+  if (groups >= experts) r.fail(k('expert_group_count'), `is ${groups}, it must be less than expert_count ${experts}`);
+  if (groups > 1) {
+    if (experts % groups !== 0) r.fail(k('expert_group_count'), `is ${groups}, which does not divide expert_count ${experts}`);
+    if (groupsUsed === 0 || groupsUsed >= groups) {
+      r.fail(k('expert_group_used_count'), `is ${groupsUsed}, it must be from 1 to expert_group_count ${groups} - 1`);
+    }
+  }
+}
+
+/**
+ * Head sizes the architectures' graph builders assert on (models/qwen3moe.cpp: n_embd_head_k ==
+ * n_embd_head_v == n_rot; models/gemma4.cpp: n_embd_head_k(il) == n_embd_head_v(il) on every
+ * layer), with load_hparams' defaults: n_embd / n_head, the SWA sizes defaulting to the full ones.
+ */
+function checkHeadSizes(r: Rules, k: (name: string) => string, arch: string, layers: number): void {
+  const heads = r.perLayer(k('attention.head_count'), layers)?.[0] ?? 0;
+  if (heads === 0) return;
+  const embd = r.u32(k('embedding_length')) ?? 0;
+  const headK = r.u32(k('attention.key_length')) ?? Math.floor(embd / heads);
+  const headV = r.u32(k('attention.value_length')) ?? Math.floor(embd / heads);
+  if (arch === 'qwen3moe') {
+    const rot = r.u32(k('rope.dimension_count')) ?? headK;
+    if (headK !== headV) r.fail(k('attention.key_length'), `is ${headK} but attention.value_length is ${headV}; llama.cpp's ${arch} needs them equal`);
+    if (rot !== headK) r.fail(k('rope.dimension_count'), `is ${rot} but the head size is ${headK}; llama.cpp's ${arch} needs them equal`);
+  }
+  if (arch === 'gemma4') {
+    const swaK = r.u32(k('attention.key_length_swa')) ?? headK;
+    const swaV = r.u32(k('attention.value_length_swa')) ?? headV;
+    if (headK !== headV) r.fail(k('attention.key_length'), `is ${headK} but attention.value_length is ${headV}; llama.cpp's ${arch} needs them equal`);
+    if (swaK !== swaV) r.fail(k('attention.key_length_swa'), `is ${swaK} but attention.value_length_swa is ${swaV}; llama.cpp's ${arch} needs them equal`);
+  }
+}
+
+/**
+ * llama-vocab.cpp load: GGML_ASSERT(id_to_token.size() == token_to_id.size()), i.e. no two tokens
+ * alike as C strings (cut at the first NUL), an empty token counting as "[EMPTY_<id>]".
+ */
+function checkVocab(r: Rules, file: GgufFile): void {
+  const model = r.str('tokenizer.ggml.model');
+  if (model === undefined || model === 'none' || model === 'no_vocab') return;
+  const v = file.kv.get('tokenizer.ggml.tokens');
+  if (!v || v.type !== GgufValueType.ARRAY || v.itemType !== GgufValueType.STRING) return; // llama.cpp reports these
+  const seen = new Map<string, number>();
+  v.value.forEach((token, id) => {
+    const nul = token.indexOf('\0');
+    const word = (nul < 0 ? token : token.slice(0, nul)) || `[EMPTY_${id}]`;
+    const first = seen.get(word);
+    if (first !== undefined) r.fail('tokenizer.ggml.tokens', `has token ${id} equal to token ${first} (${JSON.stringify(word.slice(0, 40))}); llama.cpp needs every token distinct`);
+    seen.set(word, id);
+  });
+}
