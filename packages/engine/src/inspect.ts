@@ -2,8 +2,9 @@
 // what Model.info extends. The expert/dense split and the working set come from @bmoe/gguf's
 // describeModel, the one place that classifies tensors.
 import { stat } from 'node:fs/promises';
-import { GgufError, describeModel, readGguf, type GgufFile } from '@bmoe/gguf';
+import { GgufError, checkLlamaLimits, describeModel, readGguf, type GgufFile } from '@bmoe/gguf';
 import { BmoeError, messageOf } from './errors.js';
+import { opt, optionError } from './options/errors.js';
 
 export type ExpertProjection = 'gate' | 'up' | 'down' | 'gate_up';
 
@@ -41,7 +42,10 @@ export interface ModelHeaderInfo {
 
 /**
  * Reads and validates the header (never the tensor data). Missing, unreadable, non-GGUF,
- * truncated or absurd files throw BmoeError('E_MODEL') with one line naming the file.
+ * truncated or absurd files throw BmoeError('E_MODEL') with one line naming the file, and so do
+ * shapes the pinned llama.cpp would abort the process on (checkLlamaLimits: too many experts or
+ * layers, a wrongly typed count, metadata too large to check, ...): `bmoe run`, `bmoe info`, the
+ * server and the demo all come through here before anything native runs.
  */
 export async function readModelFile(path: string): Promise<GgufFile> {
   try {
@@ -53,7 +57,9 @@ export async function readModelFile(path: string): Promise<GgufFile> {
     throw new BmoeError('E_MODEL', code === 'ENOENT' ? `${path}: no such file` : `${path}: ${messageOf(err)}`, { cause: err });
   }
   try {
-    return await readGguf(path);
+    const file = await readGguf(path);
+    checkLlamaLimits(file);
+    return file;
   } catch (err) {
     // GgufError messages already start with the path.
     const msg = err instanceof GgufError ? messageOf(err) : `${path}: ${messageOf(err)}`;
@@ -75,10 +81,10 @@ export function headerInfo(file: GgufFile, nExpertUsed?: number | null): ModelHe
   const k = nExpertUsed ?? shape.expertsUsed;
   if (nExpertUsed !== undefined && nExpertUsed !== null) {
     if (shape.experts === 0) {
-      throw new BmoeError('E_OPTION', `nExpertUsed needs a mixture-of-experts model, ${file.path} (${shape.architecture}) has no experts`);
+      throw optionError`${opt('nExpertUsed')} needs a mixture-of-experts model, ${file.path} (${shape.architecture}) has no experts`;
     }
     if (!Number.isInteger(k) || k < 1 || k > shape.experts) {
-      throw new BmoeError('E_OPTION', `nExpertUsed must be an integer from 1 to the model's expert count (${shape.experts}), got ${k}`);
+      throw optionError`${opt('nExpertUsed')} must be an integer from 1 to the model's expert count (${shape.experts}), got ${k}`;
     }
   }
   return {
