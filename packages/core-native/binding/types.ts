@@ -101,7 +101,7 @@ export interface NativeGenerateRequest {
 /**
  * One token's record under the metrics schema's names: every column of `COLUMNS`
  * (@bmoe/engine/metrics) that the addon fills — `tokenIndex`, `tokenId` and the counters measured
- * around one `llama_decode` — as listed once in src/runtime/token_metrics.h (BMOE_TOKEN_ID_FIELDS,
+ * around one `llama_decode` — as listed once in token_metrics.h (BMOE_TOKEN_ID_FIELDS,
  * BMOE_TOKEN_METRICS; a test checks that list against COLUMNS). The engine types it as TokenMetrics.
  */
 export type NativeTokenMetrics = Readonly<Record<string, number>>;

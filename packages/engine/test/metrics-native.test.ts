@@ -1,13 +1,28 @@
 // The C++ side of the metrics schema: the X-macro field lists in token_metrics.h (which the C++
 // struct and the JS record builder of both addons expand) must be COLUMNS' native columns, in
 // order, under the same names, integers as integer types and times as double. Adding a column
-// without its X line, or an X line without its column, fails here.
-import { readFileSync } from 'node:fs';
+// without its X line, or an X line without its column, fails here. The header is found by what it
+// defines, not by its path, so moving it around core-native does not break this check.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { COLUMNS, camelCase } from '../src/metrics.js';
 
-const NATIVE_SRC = new URL('../../core-native/src/', import.meta.url);
-const read = (path: string): string => readFileSync(new URL(path, NATIVE_SRC), 'utf8');
+const CORE_NATIVE = fileURLToPath(new URL('../../core-native/', import.meta.url));
+
+/** Every C++ source and header of the addon (src/ and the public include/), path → text. */
+function nativeSources(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const top of ['src', 'include']) {
+    for (const entry of readdirSync(join(CORE_NATIVE, top), { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile() || !/\.(h|hpp|cpp|cc)$/.test(entry.name)) continue;
+      const path = join(entry.parentPath, entry.name);
+      out.set(path.slice(CORE_NATIVE.length), readFileSync(path, 'utf8'));
+    }
+  }
+  return out;
+}
 
 interface XField {
   type: string;
@@ -29,9 +44,15 @@ function xList(header: string, name: string): XField[] {
 const INTEGER_TYPES = new Set(['int32_t', 'int64_t', 'uint32_t', 'uint64_t']);
 
 describe('token_metrics.h against COLUMNS', () => {
-  const header = read('runtime/token_metrics.h');
+  const sources = nativeSources();
+  const defining = [...sources].filter(([, text]) => /#define BMOE_TOKEN_METRICS\(X\)/.test(text));
+  const header = defining[0]?.[1] ?? '';
   const native = [...xList(header, 'BMOE_TOKEN_ID_FIELDS'), ...xList(header, 'BMOE_TOKEN_METRICS')];
   const expected = COLUMNS.filter((c) => c.native);
+
+  it('is defined in one header, token_metrics.h', () => {
+    expect(defining.map(([path]) => path.split('/').pop())).toEqual(['token_metrics.h']);
+  });
 
   it('lists exactly the native columns, in CSV order, under the same names', () => {
     expect(native.map((f) => f.column)).toEqual(expected.map((c) => c.column));
@@ -52,14 +73,13 @@ describe('token_metrics.h against COLUMNS', () => {
     expect(xList(header, 'BMOE_TOKEN_ID_FIELDS').map((f) => f.column)).toEqual(COLUMNS.filter((c) => c.kind === 'id').map((c) => c.column));
   });
 
-  it('is the only field list: the struct and both addons expand it instead of naming fields', () => {
+  it('is the only field list: the struct and the JS record builder expand it, no file names a field by hand', () => {
     expect(header).toMatch(/struct token_metrics \{[^}]*BMOE_TOKEN_METRICS\(/);
-    const jsObjects = read('addon/js_objects.h');
-    expect(jsObjects).toMatch(/BMOE_TOKEN_ID_FIELDS\(/);
-    expect(jsObjects).toMatch(/BMOE_TOKEN_METRICS\(/);
-    for (const file of ['addon/js_objects.h', 'addon/context_wrap.cpp', 'wasm/addon_wasi.cpp']) {
-      const text = read(file);
-      for (const c of COLUMNS) expect(text.includes(`"${c.key}"`), `${file} spells "${c.key}" by hand`).toBe(false);
+    // The JS record builder (addon/js_objects.h, shared by the native and the wasm addon).
+    const builders = [...sources].filter(([path, text]) => path !== defining[0]?.[0] && /BMOE_TOKEN_ID_FIELDS\(/.test(text) && /BMOE_TOKEN_METRICS\(/.test(text));
+    expect(builders.map(([path]) => path.split('/').pop())).toEqual(['js_objects.h']);
+    for (const [path, text] of sources) {
+      for (const c of COLUMNS) expect(text.includes(`"${c.key}"`), `${path} spells "${c.key}" by hand`).toBe(false);
     }
   });
 });

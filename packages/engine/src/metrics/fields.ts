@@ -2,7 +2,7 @@
 // column is the name in the CSV, the docs, the C++ struct (token_metrics.h) and, by one rule, in
 // Prometheus (./prometheus.ts); its camelCase is the TypeScript field and the key of the native
 // addon's record. The TokenMetrics type and the zod schema are derived from COLUMNS; the C++
-// field lists in packages/core-native/src/runtime/token_metrics.h are checked against it by
+// field lists in core-native's token_metrics.h (include/bmoe/stream/) are checked against it by
 // test/metrics-native.test.ts. Adding a metric: one row here, one X line there, and its measurement.
 import { z } from 'zod';
 
