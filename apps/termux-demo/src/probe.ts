@@ -1,11 +1,11 @@
 // Can the streamer read with O_DIRECT in this folder? Asked the way the streamer itself reads: a
-// small file written here is read through @bmoe/core-native's read-ceiling probe, which opens
+// small file written here is read through the engine's read-ceiling probe (native), which opens
 // with O_DIRECT and falls back to buffered reads where the filesystem refuses (Android's FUSE
 // /sdcard). Also names the filesystem, from /proc/mounts.
 import { readFileSync } from 'node:fs';
 import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { bindingSource, loadBinding } from '@bmoe/core-native';
+import { nativeBuild, readCeiling, type NativeBuild } from '@bmoe/engine';
 
 export interface ODirectProbe {
   dir: string;
@@ -26,13 +26,12 @@ const PROBE_BYTES = 1024 * 1024;
  * it. Throws when the native engine does not load (then nothing can stream anywhere).
  */
 export async function probeODirect(dir: string): Promise<ODirectProbe> {
-  let binding: ReturnType<typeof loadBinding>;
+  let source: NativeBuild;
   try {
-    binding = loadBinding();
+    source = await nativeBuild();
   } catch (err) {
     throw new Error(`the bmoe native engine does not load on this device: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
-  const source = bindingSource();
   if (source.wasm) {
     throw new Error(
       `only the wasm32-wasi fallback of the engine loads on this device (no expert streaming): ${source.failed.join('; ') || 'BMOE_FORCE_WASM is set'}`,
@@ -46,7 +45,7 @@ export async function probeODirect(dir: string): Promise<ODirectProbe> {
   let odirect = false;
   let why = '';
   try {
-    const r = binding.readCeiling({ path: file, lanes: 1, blockBytes: 64 * 1024, totalBytes: 256 * 1024, odirect: true });
+    const r = await readCeiling({ path: file, lanes: 1, blockBytes: 64 * 1024, totalBytes: 256 * 1024, odirect: true });
     odirect = r.odirect;
     if (!odirect) why = 'opening with O_DIRECT is refused';
   } catch (err) {

@@ -1,7 +1,6 @@
 // The bench's command tree, shared by the `bmoe-bench` bin and `bmoe bench` (the CLI passes its
-// own `bmoe` command so rows run the very CLI the user invoked).
+// own `bmoe` command so rows run the very CLI the user invoked; the bin finds one, see runner.ts).
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { MultiBar, Presets } from 'cli-progress';
@@ -9,8 +8,10 @@ import { analyzeRow, loadMatrixDir, summaryMarkdown } from './analyze.js';
 import { calibrate, calibrationReport } from './calibrate.js';
 import { DEFAULT_BENCH_MODEL, loadConfigSet } from './configs.js';
 import { runInCgroup } from './cgroup.js';
-import { defaultBmoeCommand, runMatrix, type MatrixProgress } from './matrix.js';
+import { runMatrix, type MatrixProgress } from './matrix.js';
+import { findBmoeCommand, modelCacheDir as cacheDir } from './runner.js';
 import { registerServeLoad } from './serve-load.js';
+import { registerSoak } from './soak-command.js';
 import { runTargets, targetsReport } from './targets.js';
 
 const num = (min: number) => (v: string): number => {
@@ -34,12 +35,8 @@ const collect = (v: string, prev: string[] = []): string[] => [...prev, v];
 const DEFAULT_PROMPT = 'Write an essay about the history of computing, from the abacus to the smartphone.';
 
 export interface BenchCommandOptions {
-  /** argv prefix that runs `bmoe`. Default: the installed or workspace CLI. */
+  /** argv prefix that runs `bmoe`. Default: findBmoeCommand() (BMOE_CLI, else `bmoe` on PATH), looked up when a command needs it. */
   bmoe?: string[];
-}
-
-function cacheDir(): string {
-  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'bmoe', 'models');
 }
 
 /** The matrix's built-in model: the spec's Qwen3-30B-A3B shape, fewer layers, calibrated routing. Made once. */
@@ -96,7 +93,7 @@ function progressFor(enabled: boolean): MatrixProgress {
 }
 
 export function registerBenchCommands(program: Command, opts: BenchCommandOptions = {}): Command {
-  const bmoe = (): string[] => opts.bmoe ?? defaultBmoeCommand();
+  const bmoe = (): string[] => opts.bmoe ?? findBmoeCommand();
 
   program
     .command('matrix')
@@ -140,7 +137,7 @@ export function registerBenchCommands(program: Command, opts: BenchCommandOption
           cooldownSeconds: o.cooldown,
           dropCaches: Boolean(o.dropCaches),
           retryFailed: Boolean(o.retryFailed),
-          bmoe: opts.bmoe,
+          bmoe,
           signal: ac.signal,
           progress,
         });
@@ -237,5 +234,6 @@ export function registerBenchCommands(program: Command, opts: BenchCommandOption
     });
 
   registerServeLoad(program);
+  registerSoak(program, bmoe);
   return program;
 }

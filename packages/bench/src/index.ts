@@ -2,6 +2,7 @@
 // same commands through registerBenchCommands.
 export { registerBenchCommands, type BenchCommandOptions } from './commands.js';
 export { main } from './main.js';
+export { ENV_BMOE_CLI, findBmoeCommand, modelCacheDir } from './runner.js';
 export { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, CgroupError, type CgroupRun, type MemoryCgroup, type RunHooks } from './cgroup.js';
 export {
   BUILTIN_SETS,
@@ -17,7 +18,7 @@ export {
   type BenchConfig,
   type ConfigTool,
 } from './configs.js';
-export { defaultBmoeCommand, readRowRecord, runMatrix, type MatrixOptions, type MatrixProgress, type MatrixResult } from './matrix.js';
+export { readRowRecord, runMatrix, type MatrixOptions, type MatrixProgress, type MatrixResult } from './matrix.js';
 export { AnalyzeError, analyzeRow, loadMatrixDir, summaryMarkdown, type AnalyzedRow, type LoadedRow, type SummaryOptions } from './analyze.js';
 export { readVsHitSpec, renderPng, renderSvg, throughputSpec, timelineSpec, warmupSpec, writePlots } from './plots.js';
 export { foldPressure, readProcessPeakRss, startPressureSampler, type PressureSample, type PressureSampler } from './pressure.js';
@@ -25,3 +26,6 @@ export { calibrate, calibrationReport, hitError, refineCandidates, SPEC_HIT_POIN
 export { fullHitRatio, runTargets, targetRows, targetsReport, type RowResult, type TargetsOptions } from './targets.js';
 export { registerServeLoad, runServeLoad, serveLoadReport, type LatencyStats, type ServeLoadOptions, type ServeLoadResult } from './serve-load.js';
 export { parseDoneEvent, parsePeerRate, type DoneEvent } from './run-output.js';
+export { DEFAULT_SOAK, runSoak, soakFailures, soakReport, type SoakKindStats, type SoakOptions, type SoakReport } from './soak.js';
+export { ALLOWED as SOAK_ALLOWED_OUTCOMES, SOAK_KINDS, type Outcome as SoakOutcome, type SoakKind } from './soak-requests.js';
+export { registerSoak } from './soak-command.js';

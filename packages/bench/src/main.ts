@@ -4,13 +4,13 @@
 import { Command } from 'commander';
 import { AnalyzeError } from './analyze.js';
 import { CgroupError } from './cgroup.js';
-import { registerBenchCommands } from './commands.js';
+import { registerBenchCommands, type BenchCommandOptions } from './commands.js';
 import { ConfigError } from './configs.js';
 
-/** `argv` as process.argv: [node, script, ...args]. */
-export async function main(argv: readonly string[]): Promise<number> {
+/** `argv` as process.argv: [node, script, ...args]; `opts.bmoe` as in registerBenchCommands. */
+export async function main(argv: readonly string[], opts: BenchCommandOptions = {}): Promise<number> {
   const program = new Command('bmoe-bench').description("bmoe benchmarks: the spec's tables reproduced on this machine, ratios measured side by side in one run");
-  registerBenchCommands(program);
+  registerBenchCommands(program, opts);
   try {
     await program.parseAsync([...argv]);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;

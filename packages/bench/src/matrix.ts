@@ -5,15 +5,13 @@
 // (the schema's BenchRow). Every file is written under a temporary name and renamed into place,
 // and `.metrics.json` is the row's completion mark: a rerun skips rows that have it, an
 // interrupted run leaves only complete rows behind.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { llamaToolPath } from '@bmoe/core-native';
+import { join, resolve } from 'node:path';
 import {
   benchRowSchema,
   inspectModel,
+  llamaToolPath,
   parseMetricsCsv,
   readDeviceSensors,
   type BenchRow,
@@ -45,8 +43,11 @@ export interface MatrixOptions {
   dropCaches: boolean;
   /** Rerun rows whose record says they failed. Default false. */
   retryFailed: boolean;
-  /** argv prefix that runs the bmoe CLI. Default: {@link defaultBmoeCommand}. */
-  bmoe?: string[];
+  /**
+   * argv prefix that runs the bmoe CLI (`bmoe bench` passes itself; see findBmoeCommand), or a
+   * function giving it, called once after the up-front refusals.
+   */
+  bmoe: string[] | (() => string[]);
   /** Per-row timeout, ms. Default 2 h. */
   rowTimeoutMs?: number;
   signal?: AbortSignal;
@@ -72,26 +73,6 @@ export interface MatrixResult {
 }
 
 export class MatrixInterrupted extends Error {}
-
-/**
- * How the bench runs `bmoe`: the installed `@bmoe/cli` if it resolves from here, else the
- * workspace sibling (`packages/cli/dist/bin.js`).
- */
-export function defaultBmoeCommand(): string[] {
-  try {
-    const pkgPath = createRequire(import.meta.url).resolve('@bmoe/cli/package.json');
-    const pkg = JSON.parse(readFileSync(pkgPath, 'utf8')) as { bin?: Record<string, string> };
-    const bin = pkg.bin?.bmoe;
-    if (bin) return [process.execPath, join(dirname(pkgPath), bin)];
-  } catch {
-    // not installed beside the bench: the workspace layout below
-  }
-  const sibling = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'cli', 'dist', 'bin.js');
-  if (!existsSync(sibling)) {
-    throw new Error('bmoe-bench runs each row with the bmoe CLI, which is not installed beside it: use `npx @bmoe/cli bench …` or install @bmoe/cli');
-  }
-  return [process.execPath, sibling];
-}
 
 const writeAtomic = (path: string, data: string): void => {
   writeFileSync(`${path}.part`, data);
@@ -147,7 +128,7 @@ export async function runMatrix(o: MatrixOptions): Promise<MatrixResult> {
 
   try {
     // After the refusals: a user without permission hears about that first.
-    const bmoe = o.bmoe ?? defaultBmoeCommand();
+    const bmoe = typeof o.bmoe === 'function' ? o.bmoe() : o.bmoe;
     const headers = new Map<string, ModelHeaderInfo>();
     for (const m of o.models) headers.set(m, await inspectModel(m));
     const plan = o.models.flatMap((m) => o.configs.map((c) => ({ model: m, config: c, stem: rowStem(m, c.id) })));

@@ -2,11 +2,10 @@
 // its own `bmoe run --json` process (inside a memory cgroup when the row is limited), with the page
 // cache dropped before it; the disk's O_DIRECT ceiling is measured in the same run. Prints a
 // markdown table and each target as a ratio with pass/miss.
-import { join } from 'node:path';
-import { loadBinding, llamaToolPath } from '@bmoe/core-native';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { inspectModel, parseMetricsCsv, type RunSummary, type TokenMetrics } from '@bmoe/engine';
+import { join } from 'node:path';
+import { inspectModel, llamaToolPath, parseMetricsCsv, readCeiling, type RunSummary, type TokenMetrics } from '@bmoe/engine';
 import { parseDoneEvent, parsePeerRate } from './run-output.js';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type MemoryCgroup } from './cgroup.js';
 
@@ -80,7 +79,7 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
     // The disk's own ceiling, as the streamer reads (random expert-sized O_DIRECT blocks, same lanes).
     if (o.dropCaches) dropCaches();
     const slice = header.expertSliceBytes.gate ?? header.expertSliceBytes.gate_up ?? 1 << 20;
-    const ceil = loadBinding().readCeiling({ path: o.model, lanes: o.lanes, blockBytes: slice, totalBytes: 2 * GiB, rangeStart: header.denseBytes });
+    const ceil = await readCeiling({ path: o.model, lanes: o.lanes, blockBytes: slice, totalBytes: 2 * GiB, rangeStart: header.denseBytes });
     const ceilingMiBps = ceil.bytes / MiB / ceil.seconds;
     o.log(`read ceiling: ${ceilingMiBps.toFixed(0)} MiB/s with ${o.lanes} lanes (O_DIRECT ${ceil.odirect ? 'on' : 'refused'}, ${(slice / 1024).toFixed(0)} KiB blocks)`);
 

@@ -23,7 +23,8 @@ interface Run {
 
 function run(argv: string[], opts: { timeoutMs?: number; onStderr?: (s: string, kill: (sig: NodeJS.Signals) => void) => void } = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // The standalone bench finds the CLI through BMOE_CLI (bmoe bench passes itself).
+    const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, BMOE_CLI: CLI } });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -1,19 +1,21 @@
 // `bmoe run` end to end on the tiny-qwen3moe fixture, and greedy identity with llama.cpp's own
-// llama-completion built from the same source. Skipped while the native addon is not built.
+// llama-completion built from the same source. Skipped while the native addon or llama-completion
+// is not built — a failure under CI (tooling/test-utils.mjs).
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CSV_COLUMNS, parseGenerationLine, parseMetricsCsv } from '@bmoe/engine/metrics';
-import { isNativeAvailable } from '@bmoe/engine';
+import { nativeBuild } from '@bmoe/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requireNative } from '../../../tooling/test-utils.mjs';
 import { findLlamaTool, runLlamaCompletion } from '../src/llama-tools.js';
 import { lines, runCli } from './helpers.js';
 
-const nativeAvailable = await isNativeAvailable();
-const llamaCompletion = findLlamaTool('llama-completion');
+const nativeAvailable = await requireNative('the native addon', () => nativeBuild());
+const llamaCompletion = await requireNative("llama.cpp's llama-completion", () => findLlamaTool('llama-completion'));
 const PROMPT = 'The quick brown fox';
 
-describe.skipIf(!nativeAvailable)('bmoe run (native)', () => {
+describe.runIf(nativeAvailable)('bmoe run (native)', () => {
   let dir: string;
   let model: string;
 
@@ -96,7 +98,7 @@ describe.skipIf(!nativeAvailable)('bmoe run (native)', () => {
     expect(lines(r.stderr)).toEqual([`bmoe: error: ${path}: no such file`]);
   });
 
-  it.skipIf(!llamaCompletion)('greedy text equals llama.cpp llama-completion -nr on the same file and prompt', async () => {
+  it.runIf(llamaCompletion)('greedy text equals llama.cpp llama-completion -nr on the same file and prompt', async () => {
     const expected = await runLlamaCompletion({ model, prompt: PROMPT, nPredict: 32, threads: 2 });
     const r = await runCli(['run', model, '-p', PROMPT, '-n', '32', '-t', '2', '--json']);
     expect(r.code).toBe(0);
@@ -105,7 +107,7 @@ describe.skipIf(!nativeAvailable)('bmoe run (native)', () => {
     expect(done?.text).toBe(expected);
   });
 
-  it.skipIf(!llamaCompletion)('--n-expert-used 2 equals llama-completion with the same kv override (and changes the text)', async () => {
+  it.runIf(llamaCompletion)('--n-expert-used 2 equals llama-completion with the same kv override (and changes the text)', async () => {
     const textOf = async (extra: string[]): Promise<string | undefined> => {
       const r = await runCli(['run', model, '-p', PROMPT, '-n', '32', '-t', '2', '--json', ...extra]);
       expect(r.code).toBe(0);

@@ -7,6 +7,7 @@ export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, Resol
 export { defaultThreads } from './options.js';
 export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo } from './inspect.js';
 export { isNativeAvailable } from './native.js';
+export { llamaToolPath, nativeBuild, readCeiling, type NativeBuild, type ReadCeiling, type ReadCeilingOptions } from './native-tools.js';
 export { readMemAvailableBytes, readDeviceSensors, readCpuTemperatureC, readBatteryTemperatureC, type DeviceSensors, type SensorPaths } from './system.js';
 export { BmoeError, type BmoeErrorCode } from './errors.js';
 export * from './metrics.js';

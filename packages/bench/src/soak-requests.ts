@@ -1,0 +1,150 @@
+// What the soak's clients send: valid requests through the official `openai` client (streamed and
+// not, some abandoned mid-stream) and hostile ones through raw fetch (oversized, malformed JSON,
+// invalid fields), each with the outcomes a healthy server may give it. Anything else (a 500, a
+// broken stream, a reset connection, a timeout) is unexpected.
+import OpenAI from 'openai';
+
+export const SOAK_KINDS = ['chat-stream', 'chat', 'completion', 'disconnect', 'oversized', 'malformed', 'bad-field', 'probe'] as const;
+export type SoakKind = (typeof SOAK_KINDS)[number];
+
+/**
+ * How one request ended: an HTTP status ('200', '400', …), or 'aborted' (the client left on
+ * purpose), 'stream-error' (200, then an error event or a stream cut short), 'network-error'
+ * (connection refused or reset), 'timeout'.
+ */
+export type Outcome = string;
+
+/** The outcomes a healthy server may give each kind (429: the queue was full). */
+export const ALLOWED: Record<SoakKind, readonly Outcome[]> = {
+  'chat-stream': ['200', '429'],
+  chat: ['200', '429'],
+  completion: ['200', '429'],
+  disconnect: ['aborted', '200', '429'],
+  oversized: ['413'],
+  malformed: ['400'],
+  'bad-field': ['400', '404'],
+  probe: ['200'],
+};
+
+export interface RequestContext {
+  url: string;
+  client: OpenAI;
+  model: string;
+  /** Uniform in [0, 1): the soak's seeded generator. */
+  random: () => number;
+  /** Per-request limit, ms. */
+  timeoutMs: number;
+  /** Aborted when the soak stops early (the server died). */
+  stop: AbortSignal;
+}
+
+const pick = <T>(r: () => number, items: readonly T[]): T => items[Math.floor(r() * items.length)] as T;
+const int = (r: () => number, lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
+
+const PROMPTS = ['Tell me about lighthouses.', 'Count to ten.', 'Write a haiku about rain.', 'Why is the sky blue?', 'Hello!'];
+
+const MALFORMED = ['{"messages": [', '{messages: []}', '[1, 2', '{"model": "x",}', '', 'null', '"just a string"', '{"messages":[{"role":"user","content":"hi"}]'];
+
+function badFields(model: string): unknown[] {
+  const user = [{ role: 'user', content: 'hi' }];
+  return [
+    { model },
+    { model, messages: 'hi' },
+    { model, messages: [] },
+    { model, messages: [{ role: 'wizard', content: 'hi' }] },
+    { model, messages: user, temperature: 'hot' },
+    { model, messages: user, max_tokens: -5 },
+    { model, messages: user, max_tokens: 1.5 },
+    { model, messages: user, max_tokens: 2 ** 25 },
+    { model, messages: user, top_k: 2 ** 25 },
+    { model, messages: user, top_p: 2 },
+    { model, messages: user, n: 3 },
+    { model, messages: user, stop: ['a', 'b', 'c', 'd', 'e'] },
+    { model, messages: user, stream: 'yes' },
+    { model: 'no-such-model', messages: user },
+  ];
+}
+
+/** Sends one request of `kind` and says how it ended. Never throws. */
+export async function sendRequest(kind: SoakKind, c: RequestContext): Promise<Outcome> {
+  const timeout = AbortSignal.timeout(c.timeoutMs);
+  const signal = AbortSignal.any([timeout, c.stop]);
+  try {
+    const outcome = await SEND[kind](c, signal);
+    // The openai client ends an aborted stream quietly, as if it were complete.
+    return timeout.aborted ? 'timeout' : outcome;
+  } catch (err) {
+    return classify(err, timeout);
+  }
+}
+
+function classify(err: unknown, timeout: AbortSignal): Outcome {
+  if (timeout.aborted) return 'timeout';
+  if (err instanceof OpenAI.APIUserAbortError || (err instanceof Error && err.name === 'AbortError')) return 'aborted';
+  if (err instanceof OpenAI.APIConnectionTimeoutError) return 'timeout';
+  if (err instanceof OpenAI.APIConnectionError) return 'network-error';
+  if (err instanceof OpenAI.APIError) return err.status === undefined ? 'stream-error' : String(err.status);
+  if (err instanceof TypeError) return 'network-error';
+  return 'stream-error';
+}
+
+type Sender = (c: RequestContext, signal: AbortSignal) => Promise<Outcome>;
+
+const messages = (c: RequestContext): OpenAI.Chat.ChatCompletionMessageParam[] => [{ role: 'user', content: pick(c.random, PROMPTS) }];
+const sampling = (c: RequestContext): { temperature: number; seed: number } => ({ temperature: c.random() < 0.5 ? 0 : 0.8, seed: int(c.random, 0, 1e6) });
+
+/** Reads a stream to its end; a stream without its final usage chunk was cut short. */
+async function drain(stream: AsyncIterable<{ usage?: unknown }>): Promise<Outcome> {
+  let usage = false;
+  for await (const chunk of stream) if (chunk.usage) usage = true;
+  return usage ? '200' : 'stream-error';
+}
+
+async function raw(c: RequestContext, signal: AbortSignal, body: string | Buffer): Promise<Outcome> {
+  const res = await fetch(`${c.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal });
+  await res.arrayBuffer();
+  return String(res.status);
+}
+
+const SEND: Record<SoakKind, Sender> = {
+  'chat-stream': async (c, signal) => {
+    const body = { model: c.model, messages: messages(c), max_tokens: int(c.random, 1, 16), stream: true as const, ...sampling(c) };
+    return drain(await c.client.chat.completions.create(body, { signal }));
+  },
+  chat: async (c, signal) => {
+    const r = await c.client.chat.completions.create({ model: c.model, messages: messages(c), max_tokens: int(c.random, 1, 16), ...sampling(c) }, { signal });
+    return r.choices.length === 1 ? '200' : 'stream-error';
+  },
+  completion: async (c, signal) => {
+    const body = { model: c.model, prompt: pick(c.random, PROMPTS), max_tokens: int(c.random, 1, 16), ...sampling(c) };
+    if (c.random() < 0.5) return drain(await c.client.completions.create({ ...body, stream: true }, { signal }));
+    const r = await c.client.completions.create(body, { signal });
+    return r.choices.length === 1 ? '200' : 'stream-error';
+  },
+  disconnect: async (c, signal) => {
+    // Leaves after 0–3 chunks, or before any answer (possibly while queued).
+    const leave = new AbortController();
+    const chunks = int(c.random, 0, 3);
+    const timer = chunks === 0 ? setTimeout(() => leave.abort(), int(c.random, 0, 30)) : undefined;
+    try {
+      const body = { model: c.model, messages: messages(c), max_tokens: 64, stream: true as const, temperature: 0 };
+      const stream = await c.client.chat.completions.create(body, { signal: AbortSignal.any([signal, leave.signal]) });
+      let seen = 0;
+      for await (const _chunk of stream) if (++seen >= chunks && chunks > 0) leave.abort();
+      return leave.signal.aborted ? 'aborted' : '200';
+    } finally {
+      clearTimeout(timer);
+    }
+  },
+  oversized: (c, signal) => {
+    const content = 'x'.repeat(int(c.random, 1_100_000, 3_000_000));
+    return raw(c, signal, JSON.stringify({ model: c.model, messages: [{ role: 'user', content }] }));
+  },
+  malformed: (c, signal) => raw(c, signal, pick(c.random, MALFORMED)),
+  'bad-field': (c, signal) => raw(c, signal, JSON.stringify(pick(c.random, badFields(c.model)))),
+  probe: async (c, signal) => {
+    const res = await fetch(`${c.url}${pick(c.random, ['/health', '/metrics', '/v1/models', '/v1/bmoe/status'])}`, { signal });
+    await res.arrayBuffer();
+    return String(res.status);
+  },
+};

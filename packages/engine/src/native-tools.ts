@@ -1,0 +1,71 @@
+// What the CLI, the bench and the demo use of @bmoe/core-native besides models: which binary
+// loaded and how it was built, the disk's read ceiling as the streamer reads, and llama.cpp's own
+// tools (the reference the identity tests and the bench compare against). Packages above the
+// engine reach native code only through loadModel() and these.
+import { bindingSource, llamaToolPath as coreToolPath } from '@bmoe/core-native';
+import { nativeBinding } from './native.js';
+
+/** The native binary this process loaded, and the llama.cpp it was built from. */
+export interface NativeBuild {
+  /** The file path or package name that loaded. */
+  candidate: string;
+  /** The resolved file. */
+  file: string;
+  /** True for the wasm32-wasi fallback (resident models only, no expert streaming). */
+  wasm: boolean;
+  /** Candidates tried before it, and why each failed ("<candidate>: <reason>"). */
+  failed: string[];
+  llamaCommit: string;
+  system: string;
+  variant: string;
+  /** Patch 0002 is in: `overlap` is available. */
+  overlapSupported: boolean;
+}
+
+/** Loads the addon if needed; rejects with BmoeError('E_NATIVE') and the loader's one-line reason. */
+export async function nativeBuild(): Promise<NativeBuild> {
+  const binding = await nativeBinding();
+  const { candidate, file, wasm, failed } = bindingSource();
+  return { candidate, file, wasm, failed: [...failed], ...binding.buildInfo() };
+}
+
+export interface ReadCeilingOptions {
+  path: string;
+  /** Parallel readers. Default 4. */
+  lanes?: number;
+  /** Bytes per read. Default 2 MiB. */
+  blockBytes?: number;
+  /** Bytes to read in all. Default 1 GiB. */
+  totalBytes?: number;
+  /** Byte range of the file to read from. Default 0 … 0, i.e. the whole file (0 = its end). */
+  rangeStart?: number;
+  rangeEnd?: number;
+  /** Open with O_DIRECT (falls back to buffered reads where refused). Default true. */
+  odirect?: boolean;
+}
+
+export interface ReadCeiling {
+  bytes: number;
+  seconds: number;
+  /** O_DIRECT was used (false: the filesystem refused it and reads were buffered). */
+  odirect: boolean;
+}
+
+/**
+ * The read ceiling of `path`'s disk as the streamer reads: random page-aligned blocks, `lanes`
+ * threads. Synchronous inside the addon (it blocks this thread while it reads).
+ */
+export async function readCeiling(options: ReadCeilingOptions): Promise<ReadCeiling> {
+  const binding = await nativeBinding();
+  const { bytes, seconds, odirect } = binding.readCeiling(options);
+  return { bytes, seconds, odirect };
+}
+
+/**
+ * Path of one of llama.cpp's tools built from the same pinned source (`llama-completion`,
+ * `llama-bench`), or null: they exist in a source checkout's build (or `BMOE_LLAMA_BIN_DIR`),
+ * never in the prebuilt packages.
+ */
+export function llamaToolPath(name: string): string | null {
+  return coreToolPath(name) ?? null;
+}
