@@ -1,6 +1,7 @@
-// `bmoe bench ...`: the bench's commands (`@bmoe/bench`: matrix, analyze, calibrate, targets) under
-// the main CLI. Loaded on use, so `bmoe --help` does not pay for the bench's chart libraries; rows
-// run this same `bmoe` executable.
+// `bmoe bench ...`: the bench's commands (`@bmoe/bench`: matrix, analyze, calibrate, targets,
+// serve-load, soak) under the main CLI. Loaded on use, so `bmoe --help` does not pay for the
+// bench's chart libraries. The bench never imports the CLI: it is handed this same `bmoe`
+// executable to run its rows and servers with.
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import type { CliContext } from '../context.js';
@@ -8,7 +9,7 @@ import type { CliContext } from '../context.js';
 export function registerBench(program: Command, ctx: CliContext): void {
   program
     .command('bench')
-    .description('benchmarks: matrix | analyze | calibrate | targets | serve-load (bmoe bench --help)')
+    .description('benchmarks: matrix | analyze | calibrate | targets | serve-load | soak (bmoe bench --help)')
     .argument('[args...]', 'bench command and its flags')
     .helpOption(false)
     .allowUnknownOption()
