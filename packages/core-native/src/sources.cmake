@@ -28,6 +28,7 @@ add_library(bmoe_policy STATIC
     src/cache/cache_policy.cpp
     src/cache/cache_budget.cpp
     src/stream/stream_config.cpp)
+target_include_directories(bmoe_policy PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 
 add_library(bmoe_runtime STATIC
     src/runtime/generator.cpp
@@ -35,7 +36,7 @@ add_library(bmoe_runtime STATIC
     src/runtime/chat_format.cpp
     src/runtime/prompt.cpp
     src/runtime/log_capture.cpp
-    src/stream/expert_layout.cpp
+    src/layout/expert_layout.cpp
     src/stream/streamer.cpp
     src/stream/routing.cpp
     src/vm/expert_memory.cpp
@@ -47,6 +48,7 @@ add_library(bmoe_runtime STATIC
     src/sys/file_maps.cpp
     src/sys/meminfo.cpp)
 target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy)
+target_include_directories(bmoe_runtime PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 target_compile_definitions(bmoe_runtime PUBLIC ${BMOE_FEATURE_DEFS})
 
 add_library(bmoe SHARED

@@ -3,15 +3,17 @@
 #include "context_wrap.h"
 #include "model_wrap.h"
 
-#include "../io/read_ceiling.h"
-#include "../runtime/log_capture.h"
-#include "../stream/streamer.h"
+#include "bmoe/io/read_ceiling.h"
+#include "bmoe/runtime/log_capture.h"
+#include "bmoe/stream/streamer.h"
 
 #include "llama.h"
 
 #include <napi.h>
 
 #include <cstring>
+
+namespace bmoe {
 
 #ifndef BMOE_LLAMA_COMMIT
 #define BMOE_LLAMA_COMMIT "unknown"
@@ -153,4 +155,11 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
 
 }  // namespace
 
-NODE_API_MODULE(bmoe, init)
+}  // namespace bmoe
+
+// The module entry must be a global name for the macro.
+static Napi::Object init_module(Napi::Env env, Napi::Object exports) {
+    return bmoe::init(env, exports);
+}
+
+NODE_API_MODULE(bmoe, init_module)

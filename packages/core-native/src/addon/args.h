@@ -4,6 +4,8 @@
 
 #include <string>
 
+namespace bmoe {
+
 inline Napi::Object arg_object(const Napi::CallbackInfo & info, size_t i, const char * what) {
     if (info.Length() <= i || !info[i].IsObject()) {
         throw Napi::TypeError::New(info.Env(), std::string(what) + " must be an object");
@@ -40,3 +42,5 @@ inline std::string opt_string(const Napi::Object & o, const char * key, const st
     if (!v.IsString()) throw Napi::TypeError::New(o.Env(), std::string(key) + " must be a string");
     return v.As<Napi::String>().Utf8Value();
 }
+
+}  // namespace bmoe

@@ -3,11 +3,13 @@
 #include "args.h"
 #include "js_objects.h"
 
-#include "../runtime/log_capture.h"
-#include "../stream/streamer.h"
-#include "../vm/file_guard.h"
+#include "bmoe/runtime/log_capture.h"
+#include "bmoe/stream/streamer.h"
+#include "bmoe/vm/file_guard.h"
 
 #include <stdexcept>
+
+namespace bmoe {
 
 Napi::FunctionReference * context_wrap::constructor = nullptr;
 
@@ -215,3 +217,5 @@ Napi::Value context_wrap::close(const Napi::CallbackInfo & info) {
     }
     return info.Env().Undefined();
 }
+
+}  // namespace bmoe

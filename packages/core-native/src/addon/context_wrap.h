@@ -1,13 +1,15 @@
 #pragma once
 // JS class `Context`: one llama_context with its own decode thread. generate() returns a Promise
 // and delivers tokens through a thread-safe function, so Node's event loop never waits on a decode.
-#include "../runtime/generator.h"
-#include "../runtime/model_state.h"
+#include "bmoe/runtime/generator.h"
+#include "bmoe/runtime/model_state.h"
 
 #include <napi.h>
 
 #include <memory>
 #include <thread>
+
+namespace bmoe {
 
 struct context_params {
     uint32_t n_ctx    = 4096;
@@ -41,3 +43,5 @@ struct context_wrap : public Napi::ObjectWrap<context_wrap> {
     void free_context();
     void finish_job(Napi::Env env, generate_job * job);
 };
+
+}  // namespace bmoe

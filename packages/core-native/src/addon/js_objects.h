@@ -7,12 +7,14 @@
 #include <napi.h>
 
 #include "llama.h"
-#include "../runtime/token_metrics.h"
+#include "bmoe/stream/token_metrics.h"
 
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
+
+namespace bmoe {
 
 // The per-token record under the metrics schema's names, expanded from the field lists of
 // token_metrics.h (memAvailableBytes is read in JS). Every value is a JS number.
@@ -68,3 +70,5 @@ inline Napi::Object model_info_to_js(Napi::Env env, const llama_model * m) {
     o.Set("meta", all);
     return o;
 }
+
+}  // namespace bmoe

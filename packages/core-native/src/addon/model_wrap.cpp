@@ -4,13 +4,15 @@
 #include "context_wrap.h"
 #include "js_objects.h"
 
-#include "../runtime/chat_format.h"
-#include "../runtime/prompt.h"
-#include "../vm/file_guard.h"
-#include "../stream/streamer.h"
+#include "bmoe/runtime/chat_format.h"
+#include "bmoe/runtime/prompt.h"
+#include "bmoe/vm/file_guard.h"
+#include "bmoe/stream/streamer.h"
 
 #include <algorithm>
 #include <vector>
+
+namespace bmoe {
 
 Napi::FunctionReference * model_wrap::constructor = nullptr;
 
@@ -208,3 +210,5 @@ Napi::Value model_wrap::stream_info(const Napi::CallbackInfo & info) {
     o.Set("totalMisses", (double) s.total_misses);
     return o;
 }
+
+}  // namespace bmoe

@@ -1,10 +1,12 @@
 #pragma once
 // JS class `Model`: a loaded llama_model plus tokenizer and chat-template helpers.
-#include "../runtime/model_state.h"
+#include "bmoe/runtime/model_state.h"
 
 #include <napi.h>
 
 #include <memory>
+
+namespace bmoe {
 
 struct model_wrap : public Napi::ObjectWrap<model_wrap> {
     static Napi::FunctionReference * constructor;
@@ -28,3 +30,5 @@ struct model_wrap : public Napi::ObjectWrap<model_wrap> {
     // Throws a JS error when the model was closed.
     model_state & live(Napi::Env env);
 };
+
+}  // namespace bmoe

@@ -1,7 +1,9 @@
-#include "cache_budget.h"
+#include "bmoe/cache/cache_budget.h"
 
 #include <algorithm>
 #include <cstdio>
+
+namespace bmoe {
 
 namespace {
 
@@ -41,3 +43,5 @@ cache_budget plan_cache_budget(const cache_budget_request & r, const cache_shape
     if (s.slot_bytes > 0) out.slots = (int32_t) std::min<uint64_t>(out.bytes / s.slot_bytes, (uint64_t) std::max<int64_t>(0, s.max_slots));
     return out;
 }
+
+}  // namespace bmoe

@@ -1,4 +1,6 @@
-#include "cache_policy.h"
+#include "bmoe/cache/cache_policy.h"
+
+namespace bmoe {
 
 admit_result cache_policy::admit(const expert_key & k) {
     admit_result r;
@@ -33,3 +35,5 @@ bool cache_policy::erase(const expert_key & k) {
 std::vector<expert_key> cache_policy::order() const {
     return std::vector<expert_key>(lru.begin(), lru.end());
 }
+
+}  // namespace bmoe

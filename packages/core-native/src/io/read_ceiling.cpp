@@ -1,4 +1,4 @@
-#include "read_ceiling.h"
+#include "bmoe/io/read_ceiling.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,6 +12,8 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+namespace bmoe {
 
 read_ceiling_result measure_read_ceiling(const std::string & path, int32_t lanes, uint64_t block_bytes, uint64_t total_bytes,
                                          uint64_t range_lo, uint64_t range_hi, bool odirect) {
@@ -64,3 +66,5 @@ read_ceiling_result measure_read_ceiling(const std::string & path, int32_t lanes
     if (failed) throw std::runtime_error(path + ": a read failed while measuring the read ceiling");
     return res;
 }
+
+}  // namespace bmoe

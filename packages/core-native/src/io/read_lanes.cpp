@@ -1,4 +1,4 @@
-#include "read_lanes.h"
+#include "bmoe/io/read_lanes.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
+
+namespace bmoe {
 
 read_lanes::read_lanes(const std::string & p, int32_t n_lanes, bool want_odirect) : path(p), odirect(want_odirect) {
     struct stat st{};
@@ -163,3 +165,5 @@ void read_lanes::lane_main(int idx) {
         cv_done.notify_all();
     }
 }
+
+}  // namespace bmoe

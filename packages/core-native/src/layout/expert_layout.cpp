@@ -1,4 +1,4 @@
-#include "expert_layout.h"
+#include "bmoe/layout/expert_layout.h"
 
 #include "gguf.h"
 
@@ -10,6 +10,8 @@
 #include <regex>
 #include <set>
 #include <stdexcept>
+
+namespace bmoe {
 
 const char * const EXPERT_TENSOR_REGEX = "^blk\\.[0-9]+\\.ffn_(gate|up|down|gate_up)_exps\\.weight$";
 
@@ -134,3 +136,5 @@ expert_layout expert_layout_read(const std::string & path) {
     std::sort(L.tensors.begin(), L.tensors.end(), [](const expert_tensor & a, const expert_tensor & b) { return a.file_offset < b.file_offset; });
     return L;
 }
+
+}  // namespace bmoe

@@ -1,10 +1,12 @@
-#include "chat_format.h"
+#include "bmoe/runtime/chat_format.h"
 
-#include "model_state.h"
+#include "bmoe/runtime/model_state.h"
 
 #include "chat.h"
 
 #include <stdexcept>
+
+namespace bmoe {
 
 std::string chat_format(const model_state & m, const std::vector<chat_message> & msgs, const chat_format_options & o) {
     common_chat_templates_inputs in;
@@ -29,3 +31,5 @@ std::string chat_format(const model_state & m, const std::vector<chat_message> &
     }
     return prompt;
 }
+
+}  // namespace bmoe

@@ -1,10 +1,12 @@
-#include "generator.h"
+#include "bmoe/runtime/generator.h"
 
-#include "../sys/proc_stats.h"
+#include "bmoe/sys/proc_stats.h"
 
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
+
+namespace bmoe {
 
 namespace {
 
@@ -221,3 +223,5 @@ generate_result generator::run(const generate_request & req, const std::function
     res.stop_reason = "length";
     return res;
 }
+
+}  // namespace bmoe

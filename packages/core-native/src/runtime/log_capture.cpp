@@ -1,4 +1,4 @@
-#include "log_capture.h"
+#include "bmoe/runtime/log_capture.h"
 
 #include "ggml.h"
 #include "llama.h"
@@ -8,6 +8,8 @@
 #include <cstring>
 #include <mutex>
 #include <vector>
+
+namespace bmoe {
 
 namespace {
 std::mutex               g_mutex;
@@ -71,3 +73,5 @@ std::string log_capture_first_error() {
     }
     return "";
 }
+
+}  // namespace bmoe

@@ -1,11 +1,11 @@
-#include "model_state.h"
+#include "bmoe/runtime/model_state.h"
 
-#include "log_capture.h"
+#include "bmoe/runtime/log_capture.h"
 
-#include "../stream/expert_layout.h"
-#include "../stream/streamer.h"
-#include "../vm/expert_memory.h"
-#include "../vm/file_guard.h"
+#include "bmoe/layout/expert_layout.h"
+#include "bmoe/stream/streamer.h"
+#include "bmoe/vm/expert_memory.h"
+#include "bmoe/vm/file_guard.h"
 
 #include "chat.h"
 
@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+
+namespace bmoe {
 
 model_state::~model_state() {
     guard.reset();  // unregister before the mapping goes away
@@ -86,3 +88,5 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
     }
     return st_ptr;
 }
+
+}  // namespace bmoe

@@ -1,8 +1,10 @@
-#include "prompt.h"
+#include "bmoe/runtime/prompt.h"
 
-#include "model_state.h"
+#include "bmoe/runtime/model_state.h"
 
 #include <stdexcept>
+
+namespace bmoe {
 
 std::vector<llama_token> tokenize_text(const llama_vocab * vocab, const std::string & text, bool add_special, bool parse_special) {
     if (text.size() > (size_t) INT32_MAX / 2) throw std::runtime_error("the text is too long to tokenize");
@@ -31,3 +33,5 @@ std::vector<llama_token> prompt_tokens(const model_state & m, const prompt_input
     if (bos != LLAMA_TOKEN_NULL && toks.size() >= 2 && toks[0] == bos && toks[1] == bos) toks.erase(toks.begin());
     return toks;
 }
+
+}  // namespace bmoe

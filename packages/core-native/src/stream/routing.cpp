@@ -2,14 +2,16 @@
 // consumes them), the cache's admissions and evictions become slot moves, and the mul_mat_id
 // hook waits for an expert that is still arriving. The setup and the decode lifecycle are in
 // streamer.cpp.
-#include "streamer.h"
+#include "bmoe/stream/streamer.h"
 
-#include "../sys/proc_stats.h"
+#include "bmoe/sys/proc_stats.h"
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
 #include <mutex>
+
+namespace bmoe {
 
 uint64_t streamer::resident_bytes() const {
     uint64_t sum = 0;
@@ -256,3 +258,5 @@ const void * streamer::on_expert(const ggml_tensor * weights, int32_t expert, in
     const slice_span sp = mem.span(*layer_tensors[(size_t) layer][(size_t) j], expert);
     return pool.addr(slot, (size_t) j) + (sp.addr - sp.read_lo);
 }
+
+}  // namespace bmoe

@@ -1,4 +1,6 @@
-#include "stream_config.h"
+#include "bmoe/stream/stream_config.h"
+
+namespace bmoe {
 
 std::string stream_config_validate(const stream_config & c) {
     if (!c.enabled) {
@@ -15,3 +17,5 @@ std::string stream_config_validate(const stream_config & c) {
     }
     return "";
 }
+
+}  // namespace bmoe

@@ -1,8 +1,8 @@
-#include "streamer.h"
+#include "bmoe/stream/streamer.h"
 
-#include "../cache/cache_budget.h"
-#include "../sys/meminfo.h"
-#include "../sys/proc_stats.h"
+#include "bmoe/cache/cache_budget.h"
+#include "bmoe/sys/meminfo.h"
+#include "bmoe/sys/proc_stats.h"
 
 #include "ggml-cpu.h"
 
@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+
+namespace bmoe {
 
 namespace {
 
@@ -283,7 +285,4 @@ bool streamer::on_eval(ggml_tensor * t, bool ask) {
     return true;
 }
 
-
-
-
-
+}  // namespace bmoe

@@ -1,9 +1,11 @@
-#include "file_maps.h"
+#include "bmoe/sys/file_maps.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <cstdio>
+
+namespace bmoe {
 
 std::vector<file_vma> file_mappings(const std::string & path) {
     std::vector<file_vma> out;
@@ -24,3 +26,5 @@ std::vector<file_vma> file_mappings(const std::string & path) {
     std::fclose(f);
     return out;
 }
+
+}  // namespace bmoe

@@ -1,6 +1,8 @@
-#include "meminfo.h"
+#include "bmoe/sys/meminfo.h"
 
 #include <cstdio>
+
+namespace bmoe {
 
 uint64_t mem_available_bytes() {
     FILE * f = std::fopen("/proc/meminfo", "r");
@@ -13,3 +15,5 @@ uint64_t mem_available_bytes() {
     std::fclose(f);
     return (uint64_t) kb * 1024;
 }
+
+}  // namespace bmoe

@@ -1,10 +1,12 @@
-#include "proc_stats.h"
+#include "bmoe/sys/proc_stats.h"
 
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+
+namespace bmoe {
 
 proc_stats proc_stats_now() {
     proc_stats s;
@@ -37,3 +39,5 @@ double now_ms() {
     using namespace std::chrono;
     return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
+
+}  // namespace bmoe

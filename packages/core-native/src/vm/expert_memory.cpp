@@ -1,6 +1,6 @@
-#include "expert_memory.h"
+#include "bmoe/vm/expert_memory.h"
 
-#include "../sys/file_maps.h"
+#include "bmoe/sys/file_maps.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -15,6 +15,8 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+
+namespace bmoe {
 
 namespace {
 
@@ -193,3 +195,5 @@ void expert_memory::unmap_unit(const std::vector<const expert_tensor *> & layer_
         }
     }
 }
+
+}  // namespace bmoe

@@ -1,6 +1,6 @@
-#include "file_guard.h"
+#include "bmoe/vm/file_guard.h"
 
-#include "../sys/file_maps.h"
+#include "bmoe/sys/file_maps.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -11,6 +11,8 @@
 #include <csignal>
 #include <cstring>
 #include <mutex>
+
+namespace bmoe {
 
 namespace {
 
@@ -133,3 +135,5 @@ std::string file_guard::check() const {
     }
     return "";
 }
+
+}  // namespace bmoe

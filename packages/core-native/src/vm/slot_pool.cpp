@@ -1,4 +1,4 @@
-#include "slot_pool.h"
+#include "bmoe/vm/slot_pool.h"
 
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -8,6 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+
+namespace bmoe {
 
 slot_pool::~slot_pool() {
     if (base) munmap(base, (uint64_t) max_slots * slot_bytes);
@@ -56,3 +58,5 @@ void slot_pool::resize(int32_t n) {
     }
     n_slots = n;
 }
+
+}  // namespace bmoe

@@ -17,7 +17,7 @@
 #include <emnapi.h>
 
 #include "addon/js_objects.h"
-#include "runtime/generator.h"
+#include "bmoe/runtime/generator.h"
 
 #include "llama.h"
 
@@ -29,6 +29,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace bmoe {
 
 #ifndef BMOE_LLAMA_COMMIT
 #define BMOE_LLAMA_COMMIT "unknown"
@@ -499,4 +501,11 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
 
 } // namespace
 
-NODE_API_MODULE(bmoe, init)
+}  // namespace bmoe
+
+// The module entry must be a global name for the macro.
+static Napi::Object init_module(Napi::Env env, Napi::Object exports) {
+    return bmoe::init(env, exports);
+}
+
+NODE_API_MODULE(bmoe, init_module)

@@ -1,7 +1,9 @@
 // Cache budget units: --cache-mb N|auto to the slots it buys, the working-set guard, auto sizing.
 #include "check.h"
 
-#include "../../src/cache/cache_budget.h"
+#include "bmoe/cache/cache_budget.h"
+
+using namespace bmoe;
 
 static constexpr uint64_t MiB = 1ull << 20;
 

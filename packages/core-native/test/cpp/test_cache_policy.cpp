@@ -1,9 +1,11 @@
 // Cache policy units, as the streamer uses them: LRU over whole experts in a cache of N slots.
 #include "check.h"
 
-#include "../../src/cache/cache_policy.h"
+#include "bmoe/cache/cache_policy.h"
 
 #include <random>
+
+using namespace bmoe;
 
 static void test_occupancy_never_exceeds_capacity() {
     cache_policy c(10);

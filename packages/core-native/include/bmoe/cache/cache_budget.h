@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+namespace bmoe {
+
 // What the user asked for (stream_config's cache fields).
 struct cache_budget_request {
     bool     is_auto   = false;  // --cache-mb auto
@@ -33,3 +35,5 @@ struct cache_budget {
 // least recently used entry is always the soonest needed again): refused unless forced; auto
 // falls back to no cache instead.
 cache_budget plan_cache_budget(const cache_budget_request & r, const cache_shape & s, uint64_t mem_available_bytes);
+
+}  // namespace bmoe

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+namespace bmoe {
+
 struct expert_key {
     int32_t layer  = 0;
     int32_t expert = 0;
@@ -45,3 +47,5 @@ struct cache_policy {
     std::list<expert_key>                                                          lru; // front = most recent
     std::unordered_map<expert_key, std::list<expert_key>::iterator, expert_key_hash> index;
 };
+
+}  // namespace bmoe

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+namespace bmoe {
+
 struct read_ceiling_result {
     uint64_t bytes   = 0;
     double   seconds = 0;
@@ -14,3 +16,5 @@ struct read_ceiling_result {
 // Throws std::runtime_error naming the file on failure.
 read_ceiling_result measure_read_ceiling(const std::string & path, int32_t lanes, uint64_t block_bytes, uint64_t total_bytes,
                                          uint64_t range_lo, uint64_t range_hi, bool odirect);
+
+}  // namespace bmoe

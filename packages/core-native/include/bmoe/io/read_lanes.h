@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+namespace bmoe {
+
 enum slice_status : uint8_t { SLICE_ABSENT = 0, SLICE_READING = 1, SLICE_READY = 2, SLICE_FAILED = 3 };
 
 struct slice_state {
@@ -72,3 +74,5 @@ struct read_lanes {
     std::string              first_error;
     uint64_t                 file_size = 0;
 };
+
+}  // namespace bmoe

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+namespace bmoe {
+
 enum class expert_proj : int32_t { gate = 0, up = 1, down = 2, gate_up = 3 };
 
 const char * expert_proj_name(expert_proj p);
@@ -46,3 +48,5 @@ extern const char * const EXPERT_TENSOR_REGEX;
 
 // Throws std::runtime_error naming the file on malformed input or a model without experts.
 expert_layout expert_layout_read(const std::string & path);
+
+}  // namespace bmoe

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+namespace bmoe {
+
 struct model_state;
 
 struct chat_message {
@@ -18,3 +20,5 @@ struct chat_format_options {
 
 // Throws std::runtime_error on template errors.
 std::string chat_format(const model_state & m, const std::vector<chat_message> & msgs, const chat_format_options & o);
+
+}  // namespace bmoe

@@ -1,7 +1,7 @@
 #pragma once
 // The decode loop, free of Node-API: prefix reuse of the KV cache, sampling, per-token metrics,
 // abort. One generator per llama_context; not thread-safe except `abort`.
-#include "token_metrics.h"
+#include "bmoe/stream/decode_observer.h"
 
 #include "llama.h"
 
@@ -10,6 +10,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+namespace bmoe {
 
 struct sampling_params {
     float    temperature = 0.0f; // 0 = greedy
@@ -42,16 +44,6 @@ struct generate_result {
     int32_t     n_generated     = 0;
 };
 
-// Per-decode counters from a pluggable source (the expert streamer fills the I/O and cache
-// fields; resident runs leave them zero).
-struct decode_observer {
-    virtual ~decode_observer() = default;
-    // `abort` is the generator's flag: the observer raises it to stop a decode it cannot finish.
-    virtual void begin_decode(std::atomic<bool> * abort) = 0;
-    virtual void end_decode(token_metrics & m) = 0;
-    // Why the last decode was aborted by the observer ("" if it was not).
-    virtual std::string error() const = 0;
-};
 
 struct generator {
     llama_context *          ctx      = nullptr;
@@ -78,3 +70,5 @@ struct generator {
     void   throw_if_failed();
     void   drop_uncached();
 };
+
+}  // namespace bmoe

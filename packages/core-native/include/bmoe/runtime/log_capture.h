@@ -4,9 +4,13 @@
 // (BMOE_LLAMA_LOG=1 forwards everything to stderr).
 #include <string>
 
+namespace bmoe {
+
 void log_capture_install();
 // Clears the remembered error for the calling thread's next operation.
 void log_capture_reset();
 // The first error llama.cpp logged since the last reset (the cause; later lines such as "failed
 // to load model" only repeat that it failed), one line without function-name prefixes; "" if none.
 std::string log_capture_first_error();
+
+}  // namespace bmoe

@@ -1,7 +1,7 @@
 #pragma once
 // A loaded model shared by its JS wrapper and every context created from it: the last owner
 // frees it, so closing a model while a generation runs cannot pull weights out from under it.
-#include "../stream/stream_config.h"
+#include "bmoe/stream/stream_config.h"
 
 #include "llama.h"
 
@@ -11,6 +11,8 @@
 #include <vector>
 
 struct common_chat_templates;
+
+namespace bmoe {
 
 struct model_load_params {
     std::string path;
@@ -37,3 +39,5 @@ struct model_state {
 
 // Throws std::runtime_error with a one-line message naming the file.
 std::shared_ptr<model_state> model_state_load(const model_load_params & p);
+
+}  // namespace bmoe

@@ -2,12 +2,14 @@
 // Turning a prompt into tokens: raw text (llama-completion -p) or chat messages through the
 // template. No Node-API: the addon runs it on a worker thread so a huge prompt never blocks
 // JavaScript's event loop.
-#include "chat_format.h"
+#include "bmoe/runtime/chat_format.h"
 
 #include "llama.h"
 
 #include <string>
 #include <vector>
+
+namespace bmoe {
 
 // llama_tokenize with the buffer grown as needed. Throws std::runtime_error on failure.
 std::vector<llama_token> tokenize_text(const llama_vocab * vocab, const std::string & text, bool add_special, bool parse_special);
@@ -22,3 +24,5 @@ struct prompt_input {
 // The prompt's tokens, with special-token parsing and the model's BOS (one BOS even when the
 // template writes its own, as llama.cpp keeps). Throws std::runtime_error.
 std::vector<llama_token> prompt_tokens(const model_state & m, const prompt_input & in);
+
+}  // namespace bmoe

@@ -1,10 +1,12 @@
 #pragma once
 // The seam between the decode loop (runtime/generator) and whatever measures a decode from
 // below it (the expert streamer): the generator calls it around each llama_decode.
-#include "token_metrics.h"
+#include "bmoe/stream/token_metrics.h"
 
 #include <atomic>
 #include <string>
+
+namespace bmoe {
 
 // Per-decode counters from a pluggable source (the expert streamer fills the I/O and cache
 // fields; resident runs leave them zero).
@@ -16,3 +18,5 @@ struct decode_observer {
     // Why the last decode was aborted by the observer ("" if it was not).
     virtual std::string error() const = 0;
 };
+
+}  // namespace bmoe

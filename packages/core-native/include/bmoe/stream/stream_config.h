@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+namespace bmoe {
+
 enum class dense_weights_mode { mmap, anon };
 
 struct stream_config {
@@ -22,3 +24,5 @@ struct stream_config {
 
 // "" when valid, else a one-line message naming the option.
 std::string stream_config_validate(const stream_config & c);
+
+}  // namespace bmoe

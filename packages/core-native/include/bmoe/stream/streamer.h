@@ -3,13 +3,13 @@
 // observes routing through llama.cpp's eval callback, and makes each routed expert resident before
 // the layer's expert matmuls read it. Serial mode waits at the routing node; overlap mode returns
 // at once and waits per expert inside ggml-cpu's mul_mat_id (our patch 0002).
-#include "../cache/cache_policy.h"
-#include "../io/read_lanes.h"
-#include "../runtime/generator.h"
-#include "../vm/expert_memory.h"
-#include "../vm/slot_pool.h"
-#include "expert_layout.h"
-#include "stream_config.h"
+#include "bmoe/cache/cache_policy.h"
+#include "bmoe/io/read_lanes.h"
+#include "bmoe/stream/decode_observer.h"
+#include "bmoe/vm/expert_memory.h"
+#include "bmoe/vm/slot_pool.h"
+#include "bmoe/layout/expert_layout.h"
+#include "bmoe/stream/stream_config.h"
 
 #include "ggml.h"
 
@@ -18,6 +18,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+namespace bmoe {
 
 // What the streamer resolved at load, and its totals so far (NativeStreamInfo).
 struct stream_info {
@@ -122,3 +124,5 @@ void streamer_register(streamer * s);
 void streamer_unregister(streamer * s);
 // True when this build carries patch 0002 (per-expert wait point): --overlap needs it.
 bool streamer_overlap_supported();
+
+}  // namespace bmoe

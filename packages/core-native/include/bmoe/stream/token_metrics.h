@@ -9,6 +9,8 @@
 // One X per line, no comments inside the lists (a `//` would swallow the line continuation).
 #include <cstdint>
 
+namespace bmoe {
+
 // Which token: from the generator's token_event (index, token), not measured.
 #define BMOE_TOKEN_ID_FIELDS(X)          \
     X(int32_t,  token_index, tokenIndex) \
@@ -38,3 +40,5 @@ struct token_metrics {
     BMOE_TOKEN_METRICS(BMOE_TOKEN_METRIC_MEMBER)
 #undef BMOE_TOKEN_METRIC_MEMBER
 };
+
+}  // namespace bmoe

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+namespace bmoe {
+
 struct file_vma {
     uintptr_t start       = 0;
     uintptr_t end         = 0;
@@ -13,3 +15,5 @@ struct file_vma {
 
 // Every mapping of `path`; empty when the file is not mapped (or /proc is unreadable).
 std::vector<file_vma> file_mappings(const std::string & path);
+
+}  // namespace bmoe

@@ -2,6 +2,8 @@
 // Process counters sampled around each decode: CPU time, page faults, resident set.
 #include <cstdint>
 
+namespace bmoe {
+
 struct proc_stats {
     double   cpu_ms       = 0; // user + system, whole process
     uint64_t major_faults = 0;
@@ -15,3 +17,5 @@ uint64_t proc_rss_bytes();
 uint64_t proc_peak_rss_bytes();
 // Monotonic clock in milliseconds.
 double now_ms();
+
+}  // namespace bmoe

@@ -8,11 +8,13 @@
 // miss costs one read and a remap, never a zero-fill fault per page. Pages a slice shares with a
 // neighbour (tensor starts are only 32-byte aligned) stay in the anonymous layer, are never
 // released, and hold file bytes whichever neighbour wrote them.
-#include "../stream/expert_layout.h"
+#include "bmoe/layout/expert_layout.h"
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+namespace bmoe {
 
 struct slice_span {
     uint8_t * addr    = nullptr; // first byte of the slice (canonical address)
@@ -65,3 +67,5 @@ struct expert_memory {
 // base = start - offset of any VMA of that file (llama.cpp unmaps the header fragment, so an
 // offset-0 VMA may not exist). nullptr when the file is not mapped.
 uint8_t * find_mapping_base(const std::string & path);
+
+}  // namespace bmoe

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+namespace bmoe {
+
 struct file_guard {
     // Records the file's identity and registers its current mappings (call after llama.cpp has
     // mapped it). Never throws: a file with no mapping (read into memory) gets only the check.
@@ -28,3 +30,5 @@ struct file_guard {
     int64_t     mtime_ns = 0;
     int         slot     = -1;  // in the SIGBUS handler's table; -1 = no mappings registered
 };
+
+}  // namespace bmoe

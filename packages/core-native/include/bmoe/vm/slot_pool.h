@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+namespace bmoe {
+
 struct slot_pool {
     int                   memfd      = -1;
     uint8_t *             base       = nullptr; // reserved range of `max_slots` slots
@@ -26,3 +28,5 @@ struct slot_pool {
     void resize(int32_t n);
     uint8_t * addr(int32_t slot, size_t j) const { return base + (uint64_t) slot * slot_bytes + sub_off[j]; }
 };
+
+}  // namespace bmoe
