@@ -1,8 +1,15 @@
-// Public option types with their documented defaults, and their zod validation. Every rejection
-// is a one-line BmoeError('E_OPTION') that names the option and the value it got.
+// Public option types with their documented defaults, and their validation: zod schemas built from
+// the option table (options/table.ts), so each option's range, default and message are written
+// once. Every rejection is a one-line OptionError('E_OPTION') that names the option and the value
+// it got (and keeps which option it was, for callers that name options otherwise, like the CLI).
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { BmoeError } from './errors.js';
+import { optionError, optionPathError, opt } from './options/errors.js';
+import { optionRow, optionRows, leafKey, type OptionGroup, type OptionKey, type OptionRow } from './options/table.js';
+import { checkValue, show } from './options/values.js';
+
+export { show };
 
 /** How the experts are streamed from flash (issue 3). Ignored unless `moeStream` is true. */
 export interface StreamOptions {
@@ -115,74 +122,44 @@ export interface ResolvedGenerateOptions {
   logits: boolean;
 }
 
-// ---- schemas -------------------------------------------------------------------------------
+// ---- schemas, from the table -----------------------------------------------------------------
 
-const POS_INT = 'must be a positive integer';
-const NONNEG_INT = 'must be a non-negative integer';
-const positiveInt = z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT);
-const nonNegInt = z.number(NONNEG_INT).int(NONNEG_INT).nonnegative(NONNEG_INT).max(Number.MAX_SAFE_INTEGER, NONNEG_INT);
-const bool = z.boolean('must be true or false');
-const MIB_OR_AUTO = "must be a non-negative integer (MiB) or 'auto'";
+/** A row's value check as zod: the table's requirement is the issue message. */
+function valueSchema(row: OptionRow): z.ZodType {
+  return z.unknown().superRefine((v, ctx) => {
+    if (v === undefined) return;
+    const message = checkValue(row.value, v);
+    if (message !== null) ctx.addIssue({ code: 'custom', message });
+  }).optional();
+}
 
-const streamSchema = z.strictObject({
-  moeStream: bool.optional(),
-  cacheMb: z.union([z.literal('auto', MIB_OR_AUTO), z.number(MIB_OR_AUTO).int(MIB_OR_AUTO).nonnegative(MIB_OR_AUTO)], MIB_OR_AUTO).optional(),
-  cacheCeilMb: positiveInt.optional(),
-  ioThreads: positiveInt.max(64, 'must be an integer from 1 to 64').optional(),
-  overlap: bool.optional(),
-  prefetch: nonNegInt.optional(),
-  odirect: bool.optional(),
-  denseWeights: z.enum(['mmap', 'anon'], "must be 'mmap' or 'anon'").optional(),
-  forceCache: bool.optional(),
-});
+/** A strict object of the groups' options (by their last key segment), each optional. */
+function groupSchema(groups: readonly OptionGroup[], extra: Record<string, z.ZodType> = {}): z.ZodType {
+  const shape: Record<string, z.ZodType> = {};
+  for (const row of optionRows(groups)) if (row.group !== 'stream') shape[leafKey(row.key)] = valueSchema(row);
+  return z.strictObject({ ...shape, ...extra });
+}
 
-const loadSchema = z.strictObject({
-  threads: positiveInt.max(1024, 'must be an integer from 1 to 1024').optional(),
-  contextSize: positiveInt.optional(),
-  batchSize: positiveInt.optional(),
-  ubatchSize: positiveInt.optional(),
-  repack: bool.optional(),
-  useMmap: bool.optional(),
-  nExpertUsed: positiveInt.optional(),
-  stream: streamSchema.optional(),
-});
-
-const sessionSchema = z.strictObject({
-  threads: positiveInt.max(1024, 'must be an integer from 1 to 1024').optional(),
-  contextSize: positiveInt.optional(),
-  batchSize: positiveInt.optional(),
-  ubatchSize: positiveInt.optional(),
-  system: z.string('must be a string').optional(),
-});
-
-const generateSchema = z.strictObject({
-  maxTokens: positiveInt.optional(),
-  temperature: z.number('must be a number >= 0').finite('must be a number >= 0').nonnegative('must be a number >= 0').optional(),
-  topK: nonNegInt.optional(),
-  topP: z.number('must be a number in (0, 1]').gt(0, 'must be a number in (0, 1]').lte(1, 'must be a number in (0, 1]').optional(),
-  seed: nonNegInt.max(0xffffffff, 'must be an integer from 0 to 4294967295').optional(),
-  signal: z.instanceof(AbortSignal, { error: 'must be an AbortSignal' }).optional(),
-  chatml: bool.optional(),
-  think: bool.optional(),
-  logits: bool.optional(),
-});
+const streamSchema = z.strictObject(Object.fromEntries(optionRows(['stream']).map((r) => [leafKey(r.key), valueSchema(r)])));
+const loadSchema = groupSchema(['context', 'model'], { stream: streamSchema.optional() });
+const sessionSchema = groupSchema(['context', 'session']);
+const generateSchema = groupSchema(['generate'], { signal: z.instanceof(AbortSignal, { error: 'must be an AbortSignal' }).optional() });
 
 /** Parses `input` or throws one line: "<option> <requirement>, got <value>". */
-function check<T>(schema: z.ZodType<T>, input: unknown, noun: string): T {
+function check<T>(schema: z.ZodType, input: unknown, noun: string): T {
   if (input === undefined || input === null) input = {};
   if (typeof input !== 'object' || Array.isArray(input)) {
     throw new BmoeError('E_OPTION', `${noun}s must be an object, got ${show(input)}`);
   }
   const r = schema.safeParse(input);
-  if (r.success) return r.data;
+  if (r.success) return r.data as T;
   const issue = r.error.issues[0];
   if (!issue) throw new BmoeError('E_OPTION', `invalid ${noun}s`);
   if (issue.code === 'unrecognized_keys') {
     const prefix = issue.path.length > 0 ? `${issue.path.join('.')}.` : '';
     throw new BmoeError('E_OPTION', `unknown ${noun} '${prefix}${issue.keys[0] ?? ''}'`);
   }
-  const name = issue.path.join('.');
-  throw new BmoeError('E_OPTION', `${name} ${issue.message}, got ${show(valueAt(input, issue.path))}`);
+  throw optionPathError(issue.path.join('.'), ` ${issue.message}, got ${show(valueAt(input, issue.path))}`);
 }
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
@@ -191,42 +168,38 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return v;
 }
 
-/** A value as a user typed it: strings quoted, everything else as JS prints it, short. */
-export function show(v: unknown): string {
-  let s: string;
-  if (typeof v === 'string') s = JSON.stringify(v);
-  else if (v === undefined || typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') s = String(v);
-  else if (typeof v === 'function') s = 'a function';
-  else {
-    try {
-      s = JSON.stringify(v) ?? String(v);
-    } catch {
-      s = String(v);
-    }
-  }
-  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
-}
-
 /** The default compute thread count: big.LITTLE phones and 2-core VMs both regress beyond 4. */
 export function defaultThreads(): number {
   return Math.max(1, Math.min(4, availableParallelism()));
 }
 
+/** A row's default (null = unset); 'computed' defaults are filled in by the resolver that owns them. */
+function defaultOf(key: OptionKey): unknown {
+  const d = optionRow(key).default;
+  return d === 'computed' ? undefined : d;
+}
+
+/** Every API option of the groups: the given value, else the table's default (by last key segment). */
+function withDefaults(groups: readonly OptionGroup[], given: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const row of optionRows(groups)) out[leafKey(row.key)] = given[leafKey(row.key)] ?? defaultOf(row.key as OptionKey);
+  return out;
+}
+
+/** ubatch defaults to min(its default, batch) and may not exceed the batch. */
+function resolveBatches(batch: number, ubatch: number | undefined, ubatchDefault: number): { batchSize: number; ubatchSize: number } {
+  const ubatchSize = ubatch ?? Math.min(ubatchDefault, batch);
+  if (ubatchSize > batch) throw optionError`${opt('ubatchSize')} must be at most ${opt('batchSize')} (${batch}), got ${ubatchSize}`;
+  return { batchSize: batch, ubatchSize };
+}
+
 export function resolveLoadOptions(input: LoadOptions | undefined): ResolvedLoadOptions {
-  const o = check(loadSchema, input, 'load option');
-  const batchSize = o.batchSize ?? 512;
-  const ubatchSize = o.ubatchSize ?? Math.min(512, batchSize);
-  if (ubatchSize > batchSize) {
-    throw new BmoeError('E_OPTION', `ubatchSize must be at most batchSize (${batchSize}), got ${ubatchSize}`);
-  }
+  const o = check<LoadOptions>(loadSchema, input, 'load option');
+  const base = withDefaults(['context', 'model'], o as Record<string, unknown>);
   return {
+    ...(base as Omit<ResolvedLoadOptions, 'stream'>),
     threads: o.threads ?? defaultThreads(),
-    contextSize: o.contextSize ?? 4096,
-    batchSize,
-    ubatchSize,
-    repack: o.repack ?? false,
-    useMmap: o.useMmap ?? true,
-    nExpertUsed: o.nExpertUsed ?? null,
+    ...resolveBatches(o.batchSize ?? (defaultOf('batchSize') as number), o.ubatchSize, defaultOf('ubatchSize') as number),
     stream: resolveStream(o.stream),
   };
 }
@@ -235,54 +208,28 @@ function resolveStream(s: StreamOptions | undefined): ResolvedStreamOptions | nu
   if (!s?.moeStream) {
     // A streaming knob without streaming is almost certainly a forgotten --moe-stream: say so.
     const set = Object.entries(s ?? {}).find(([k, v]) => k !== 'moeStream' && v !== undefined);
-    if (set) throw new BmoeError('E_OPTION', `stream.${set[0]} requires stream.moeStream: true`);
+    if (set) throw optionError`${opt(`stream.${set[0]}` as OptionKey)} requires ${opt('stream.moeStream', true)}`;
     return null;
   }
-  const cacheMb = s.cacheMb ?? 0;
-  if (s.cacheCeilMb !== undefined && cacheMb !== 'auto') {
-    throw new BmoeError('E_OPTION', `stream.cacheCeilMb only applies to stream.cacheMb: 'auto', got cacheMb ${show(cacheMb)}`);
+  const resolved = withDefaults(['stream'], s as Record<string, unknown>) as unknown as ResolvedStreamOptions;
+  if (s.cacheCeilMb !== undefined && resolved.cacheMb !== 'auto') {
+    throw optionError`${opt('stream.cacheCeilMb')} only applies to ${opt('stream.cacheMb', 'auto')}, got cacheMb ${show(resolved.cacheMb)}`;
   }
-  return {
-    moeStream: true,
-    cacheMb,
-    cacheCeilMb: s.cacheCeilMb ?? null,
-    ioThreads: s.ioThreads ?? 4,
-    overlap: s.overlap ?? false,
-    prefetch: s.prefetch ?? 0,
-    odirect: s.odirect ?? true,
-    denseWeights: s.denseWeights ?? 'mmap',
-    forceCache: s.forceCache ?? false,
-  };
+  return resolved;
 }
 
 export function resolveSessionOptions(input: SessionOptions | undefined, model: ResolvedLoadOptions): ResolvedLoadOptions & { system: string | null } {
-  const o = check(sessionSchema, input, 'session option');
-  const batchSize = o.batchSize ?? model.batchSize;
-  const ubatchSize = o.ubatchSize ?? Math.min(model.ubatchSize, batchSize);
-  if (ubatchSize > batchSize) {
-    throw new BmoeError('E_OPTION', `ubatchSize must be at most batchSize (${batchSize}), got ${ubatchSize}`);
-  }
+  const o = check<SessionOptions>(sessionSchema, input, 'session option');
   return {
     ...model,
     threads: o.threads ?? model.threads,
     contextSize: o.contextSize ?? model.contextSize,
-    batchSize,
-    ubatchSize,
+    ...resolveBatches(o.batchSize ?? model.batchSize, o.ubatchSize, model.ubatchSize),
     system: o.system ?? null,
   };
 }
 
 export function resolveGenerateOptions(input: GenerateOptions | undefined): ResolvedGenerateOptions {
-  const o = check(generateSchema, input, 'generate option');
-  return {
-    maxTokens: o.maxTokens ?? 256,
-    temperature: o.temperature ?? 0,
-    topK: o.topK ?? 40,
-    topP: o.topP ?? 0.95,
-    seed: o.seed ?? 0,
-    signal: o.signal ?? null,
-    chatml: o.chatml ?? false,
-    think: o.think ?? true,
-    logits: o.logits ?? false,
-  };
+  const o = check<GenerateOptions>(generateSchema, input, 'generate option');
+  return { ...(withDefaults(['generate'], o as Record<string, unknown>) as Omit<ResolvedGenerateOptions, 'signal'>), signal: o.signal ?? null };
 }

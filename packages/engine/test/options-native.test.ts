@@ -1,0 +1,77 @@
+// JS and C++ agree on every integer option: the table's native bounds and defaults (nativeBounds())
+// are what the addon's readers (`opt_int(obj, "key", default, lo, hi)`) and stream_config_validate
+// accept. Read from the C++ sources, so it needs no build; when C++ validates from one place, point
+// this at it.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { leafKey, nativeBounds, optionByFlag } from '../src/options/index.js';
+
+const SRC = fileURLToPath(new URL('../../core-native/src', import.meta.url));
+
+function cppFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return cppFiles(p);
+    return /\.(cpp|h)$/.test(name) ? [p] : [];
+  });
+}
+
+/** A C++ integer constant as written: 64, 1 << 20, 1ll << 24, 0xFFFFFFFFLL. */
+function cppInt(expr: string): number {
+  const lit = (s: string): number => Number(s.trim().replace(/(?<=[0-9a-fA-F])(ull|ll|u|l)$/i, ''));
+  const [a, b] = expr.split('<<');
+  const n = b === undefined ? lit(a!) : lit(a!) * 2 ** lit(b);
+  if (!Number.isFinite(n)) throw new Error(`cannot read the C++ constant '${expr}'`);
+  return n;
+}
+
+interface CppRead {
+  file: string;
+  /** The C++ expressions as written (read with cppInt where compared). */
+  def: string;
+  lo: string;
+  hi: string;
+}
+
+/** Every `opt_int(obj, "key", def, lo, hi)` of the addon sources, by key. */
+function cppReads(): Map<string, CppRead[]> {
+  const reads = new Map<string, CppRead[]>();
+  for (const file of cppFiles(SRC)) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(/opt_int\(\s*\w+\s*,\s*"(\w+)"\s*,([^,]+),([^,]+),([^)]+)\)/g)) {
+      const list = reads.get(m[1]!) ?? [];
+      list.push({ file: file.slice(SRC.length + 1), def: m[2]!, lo: m[3]!, hi: m[4]! });
+      reads.set(m[1]!, list);
+    }
+  }
+  return reads;
+}
+
+describe('native bounds', () => {
+  const reads = cppReads();
+
+  it.each(nativeBounds().map((b) => [b.key, b] as const))('%s: C++ reads it with the same default and range', (_key, b) => {
+    const found = reads.get(leafKey(b.nativeKey));
+    expect(found, `no opt_int(…, "${leafKey(b.nativeKey)}", …) in core-native/src`).toBeDefined();
+    for (const r of found!) {
+      expect({ lo: cppInt(r.lo), hi: cppInt(r.hi) }, r.file).toEqual({ lo: b.min, hi: b.max });
+      if (b.default !== null) expect(cppInt(r.def), r.file).toBe(b.default);
+    }
+  });
+
+  it("stream_config_validate's ranges are the table's", () => {
+    const text = readFileSync(join(SRC, 'stream/stream_config.cpp'), 'utf8');
+    const ranges = [...text.matchAll(/"([\w-]+) must be between (\d+) and (\d+)/g)];
+    expect(ranges.length).toBeGreaterThan(0);
+    for (const [, name, lo, hi] of ranges) {
+      const row = optionByFlag(`--${name}`);
+      expect(row, `--${name}`).toBeDefined();
+      const b = nativeBounds().find((x) => x.key === row!.key);
+      expect({ lo: Number(lo), hi: Number(hi) }, name).toEqual({ lo: b?.min, hi: b?.max });
+    }
+    const cacheMax = /cache_mb > \((\w+ << \d+)\)/.exec(text);
+    expect(cacheMax && cppInt(cacheMax[1]!)).toBe(nativeBounds().find((x) => x.key === 'stream.cacheMb')?.max);
+  });
+});

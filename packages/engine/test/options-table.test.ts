@@ -1,0 +1,136 @@
+// The option table is the one definition: the API interfaces have exactly its keys, the resolvers
+// fill exactly its defaults and enforce exactly its ranges, the native parameter objects carry
+// its native keys, and its errors can be told in flags.
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { BmoeError } from '../src/errors.js';
+import {
+  OPTION_TABLE,
+  checkValue,
+  describeOptionError,
+  flagName,
+  loadOptionFlags,
+  nativeContextParams,
+  nativeGenerateParams,
+  nativeModelParams,
+  nativePrepareOptions,
+  optionRows,
+  type ApiKeysOf,
+  type OptionRow,
+} from '../src/options/index.js';
+import {
+  resolveGenerateOptions,
+  resolveLoadOptions,
+  resolveSessionOptions,
+  type GenerateOptions,
+  type LoadOptions,
+  type SessionOptions,
+  type StreamOptions,
+} from '../src/options.js';
+
+function thrown(fn: () => unknown): BmoeError {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(BmoeError);
+    return e as BmoeError;
+  }
+  throw new Error('did not throw');
+}
+
+describe('the option table', () => {
+  it('has exactly the keys of the public option types (checked by the type checker)', () => {
+    type Top<T> = Exclude<keyof T, 'stream' | 'signal'>;
+    expectTypeOf<ApiKeysOf<'context'> | ApiKeysOf<'model'>>().toEqualTypeOf<Top<LoadOptions>>();
+    expectTypeOf<`stream.${keyof StreamOptions}`>().toEqualTypeOf<ApiKeysOf<'stream'>>();
+    expectTypeOf<ApiKeysOf<'context'> | ApiKeysOf<'session'>>().toEqualTypeOf<keyof SessionOptions>();
+    expectTypeOf<ApiKeysOf<'generate'>>().toEqualTypeOf<Top<GenerateOptions>>();
+  });
+
+  it('has one row per key and per flag, and a default each row value accepts', () => {
+    const rows: readonly OptionRow[] = OPTION_TABLE;
+    expect(new Set(rows.map((r) => r.key)).size).toBe(rows.length);
+    const flags = rows.flatMap((r) => (r.flag ? [r.flag] : []));
+    expect(new Set(flags).size).toBe(flags.length);
+    for (const r of rows) {
+      if (r.default !== null && r.default !== 'computed') expect(checkValue(r.value, r.default), r.key).toBeNull();
+      if (r.flag && r.value.type === 'bool') expect(r.flag.startsWith('--no-'), r.key).toBe(r.default === true);
+    }
+  });
+
+  it('is what the resolvers fill in', () => {
+    const byLeaf = (groups: Parameters<typeof optionRows>[0]): Record<string, unknown> =>
+      Object.fromEntries(optionRows(groups).map((r) => [r.key.slice(r.key.lastIndexOf('.') + 1), r.default === 'computed' ? expect.any(Number) : r.default]));
+    expect(resolveLoadOptions({})).toEqual({ ...byLeaf(['context', 'model']), stream: null });
+    expect(resolveLoadOptions({ stream: { moeStream: true } }).stream).toEqual({ ...byLeaf(['stream']), moeStream: true });
+    expect(resolveGenerateOptions({})).toEqual({ ...byLeaf(['generate']), signal: null });
+    expect(resolveSessionOptions({}, resolveLoadOptions({}))).toMatchObject({ system: null });
+  });
+
+  it("enforces each integer row's range with its message, in the API's words", () => {
+    for (const row of optionRows(['context', 'model', 'stream', 'generate', 'session'])) {
+      if (row.value.type !== 'int' || row.value.max === undefined) continue;
+      const over = row.value.max + 1;
+      const [top, leaf] = row.key.startsWith('stream.') ? ['stream', row.key.slice(7)] : [null, row.key];
+      const input = top ? { [top]: { moeStream: true, [leaf]: over } } : { [leaf]: over };
+      const resolve = row.group === 'generate' ? () => resolveGenerateOptions(input) : () => resolveLoadOptions(input);
+      expect(thrown(resolve).message).toBe(`${row.key} ${checkValue(row.value, over)}, got ${over}`);
+    }
+  });
+
+  it('holds the bounds that used to live only in C++', () => {
+    expect(thrown(() => resolveLoadOptions({ stream: { moeStream: true, prefetch: 65 } })).message).toBe('stream.prefetch must be an integer from 0 to 64, got 65');
+    expect(thrown(() => resolveLoadOptions({ stream: { moeStream: true, cacheMb: 2 ** 24 + 1 } })).message).toBe(
+      "stream.cacheMb must be an integer from 0 to 16777216 (MiB) or 'auto', got 16777217",
+    );
+    expect(resolveLoadOptions({ stream: { moeStream: true, cacheMb: 2 ** 24 } }).stream?.cacheMb).toBe(2 ** 24);
+  });
+});
+
+describe('option errors', () => {
+  it('carry their options, so they can be told in flags', () => {
+    const err = thrown(() => resolveLoadOptions({ batchSize: 64, ubatchSize: 128 }));
+    expect(err.message).toBe('ubatchSize must be at most batchSize (64), got 128');
+    expect(err).toMatchObject({ code: 'E_OPTION', option: 'ubatchSize' });
+    expect(describeOptionError(err, flagName)).toBe('--ubatch-size must be at most --batch-size (64), got 128');
+    const stray = thrown(() => resolveLoadOptions({ stream: { overlap: true } }));
+    expect(stray.message).toBe('stream.overlap requires stream.moeStream: true');
+    expect(describeOptionError(stray, flagName)).toBe('--overlap requires --moe-stream');
+    const ceil = thrown(() => resolveLoadOptions({ stream: { moeStream: true, cacheCeilMb: 5 } }));
+    expect(describeOptionError(ceil, flagName)).toBe('--cache-ceil-mb only applies to --cache-mb auto, got cacheMb 0');
+  });
+
+  it('name the option of an unknown key as text, and leave errors without options alone', () => {
+    const unknown = thrown(() => resolveLoadOptions({ thread: 4 } as LoadOptions));
+    expect(describeOptionError(unknown, flagName)).toBeNull();
+    expect(describeOptionError(new Error('threads'), flagName)).toBeNull();
+  });
+});
+
+describe('native parameter objects', () => {
+  it('carry the rows native keys, unset options left to C++', () => {
+    const load = resolveLoadOptions({ threads: 2, contextSize: 1024, nExpertUsed: 2, stream: { moeStream: true, cacheMb: 'auto', ioThreads: 3, overlap: true } });
+    expect(nativeModelParams('/m.gguf', load, 'qwen3moe')).toEqual({
+      path: '/m.gguf',
+      repack: false,
+      useMmap: true,
+      kvOverrides: [{ key: 'qwen3moe.expert_used_count', type: 'int', value: 2 }],
+      stream: { cacheMb: 'auto', ioThreads: 3, overlap: true, prefetch: 0, odirect: true, denseWeights: 'mmap', forceCache: false },
+    });
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({}), 'qwen3moe')).toEqual({ path: '/m.gguf', repack: false, useMmap: true, kvOverrides: [] });
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: 9 } }), 'x').stream).toMatchObject({ cacheCeilMb: 9 });
+    expect(nativeContextParams(load)).toEqual({ threads: 2, nCtx: 1024, nBatch: 512, nUbatch: 512 });
+    const gen = resolveGenerateOptions({ maxTokens: 5, topK: 3, logits: true, think: false });
+    expect(nativeGenerateParams(gen)).toEqual({ maxTokens: 5, sampling: { temperature: 0, topK: 3, topP: 0.95, seed: 0 }, logits: true });
+    expect(nativePrepareOptions(gen)).toEqual({ chatml: false, think: false });
+  });
+});
+
+describe('options as flags', () => {
+  it('spell load options as bmoe run flags, short aliases first, streaming only with moeStream', () => {
+    expect(loadOptionFlags({ threads: 4, contextSize: 4096, stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: 10, ioThreads: 4, overlap: true } })).toEqual(
+      ['-t', '4', '-c', '4096', '--moe-stream', '--cache-mb', 'auto', '--cache-ceil-mb', '10', '--io-threads', '4', '--overlap'],
+    );
+    expect(loadOptionFlags({ repack: false, useMmap: false, stream: { moeStream: true, odirect: false, overlap: false } })).toEqual(['--moe-stream', '--no-odirect']);
+    expect(loadOptionFlags({ stream: { cacheMb: 5 } })).toEqual([]);
+  });
+});
