@@ -16,7 +16,7 @@
 //   tokens' working sets, so most lookups can hit) and the device has two cores beyond the compute
 //   threads for the read lanes (on this 2-core VM overlap lost: lanes and compute shared cores).
 //   compute threads: min(4, cores) (big.LITTLE phones regress beyond 4).
-import type { LoadOptions } from '@bmoe/engine';
+import { loadOptionFlags, type LoadOptions } from '@bmoe/engine/options';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -143,18 +143,7 @@ export function chooseSettings(model: ModelFacts, device: DeviceFacts): DemoSett
   };
 }
 
-/** The same load options as `bmoe run` / `bmoe serve` flags (what to type to reproduce a run). */
+/** The same load options as `bmoe run` / `bmoe serve` flags (what to type to reproduce a run), from the engine's option table. */
 export function runFlags(load: LoadOptions): string[] {
-  const out: string[] = [];
-  if (load.threads !== undefined) out.push('-t', String(load.threads));
-  if (load.contextSize !== undefined) out.push('-c', String(load.contextSize));
-  const s = load.stream;
-  if (s?.moeStream) {
-    out.push('--moe-stream');
-    if (s.cacheMb !== undefined) out.push('--cache-mb', String(s.cacheMb));
-    if (s.cacheCeilMb !== undefined) out.push('--cache-ceil-mb', String(s.cacheCeilMb));
-    if (s.ioThreads !== undefined) out.push('--io-threads', String(s.ioThreads));
-    if (s.overlap) out.push('--overlap');
-  }
-  return out;
+  return loadOptionFlags(load);
 }

@@ -1,7 +1,7 @@
 // @bmoe/cli: `main(argv)` runs the bmoe command line and resolves to its exit code.
 // Exit codes: 0 ok, 1 failure (one line `bmoe: error: ...`), 2 usage error, 130 interrupted.
 import { CommanderError } from 'commander';
-import { withFlagNames } from './option-names.js';
+import { flagMessage } from './option-names.js';
 import type { CliContext } from './context.js';
 import { buildProgram } from './program.js';
 
@@ -31,9 +31,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 /** One line on stderr; the stack only with BMOE_DEBUG=1. */
 export function reportError(err: unknown): void {
-  let message = err instanceof Error ? err.message : String(err);
-  // Option errors from the engine: speak in flags. (Duck-typed: BmoeError lives in a lazily loaded module.)
-  if ((err as { code?: unknown } | null)?.code === 'E_OPTION') message = withFlagNames(message);
+  // Option errors from the engine: speak in flags.
+  const message = flagMessage(err) ?? (err instanceof Error ? err.message : String(err));
   process.stderr.write(`bmoe: error: ${message.replace(/\s*\n\s*/g, ' ').trim()}\n`);
   if (process.env.BMOE_DEBUG === '1' && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
 }

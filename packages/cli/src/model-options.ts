@@ -1,86 +1,121 @@
-// The model and expert-streaming flags shared by `bmoe run` and `bmoe serve`: one definition, one
-// mapping onto @bmoe/engine's LoadOptions, so both commands accept and check them identically.
+// The flags of engine options, built from @bmoe/engine's option table: a row with a flag becomes a
+// commander option (spelling, alias, parser, choices, help with its default), and the flags a user
+// typed become LoadOptions / GenerateOptions by the rows' API keys. `bmoe run` and `bmoe serve`
+// share the model and streaming flags, so both accept and check them identically.
 import { Option, type Command } from 'commander';
-import type { LoadOptions, StreamOptions } from '@bmoe/engine';
-import { cacheMb, intRange, nonNegativeInt, positiveInt } from './parse.js';
+import {
+  flagName,
+  optionByFlag,
+  optionRow,
+  optionRows,
+  setPath,
+  type GenerateOptions,
+  type LoadOptions,
+  type OptionGroup,
+  type OptionKey,
+  type OptionRow,
+} from '@bmoe/engine/options';
+import { parserFor } from './parse.js';
 
-export interface ModelFlags {
-  threads?: number;
-  ctxSize?: number;
-  batchSize?: number;
-  ubatchSize?: number;
-  repack?: boolean;
-  nr?: boolean;
-  moeStream?: boolean;
-  cacheMb?: number | 'auto';
-  cacheCeilMb?: number;
-  ioThreads?: number;
-  overlap?: boolean;
-  prefetch?: number;
-  nExpertUsed?: number;
-  odirect: boolean;
-  denseWeights?: 'mmap' | 'anon';
-  forceCache?: boolean;
+/** The parsed flags of a command (commander's `opts()`), by attribute name. */
+export type ModelFlags = Record<string, unknown>;
+
+/** What `--help` and the README say about a flag: its meaning and its default. */
+export interface FlagDoc {
+  help: string;
+  defaultText: string;
 }
 
-/** Streaming flags and the StreamOptions key each sets. */
-const STREAM_FLAGS: ReadonlyArray<readonly [keyof ModelFlags & keyof StreamOptions, string]> = [
-  ['cacheMb', '--cache-mb'],
-  ['cacheCeilMb', '--cache-ceil-mb'],
-  ['ioThreads', '--io-threads'],
-  ['overlap', '--overlap'],
-  ['prefetch', '--prefetch'],
-  ['odirect', '--no-odirect'],
-  ['denseWeights', '--dense-weights'],
-  ['forceCache', '--force-cache'],
-];
+const DOCS = new WeakMap<Option, FlagDoc>();
 
-/** Adds the context flags (-t, -c, -b, --ubatch-size, --repack/--nr) to a command. */
+/** The help and default a flag was made with (every option made here or by `cliOption`). */
+export function flagDoc(option: Option): FlagDoc | undefined {
+  return DOCS.get(option);
+}
+
+/** A flag of the CLI's own (not an engine option), documented like the table's. */
+export function cliOption(flags: string, help: string, defaultText = '', parse?: (v: string) => unknown): Option {
+  const option = new Option(flags, help);
+  if (parse) option.argParser(parse);
+  DOCS.set(option, { help, defaultText });
+  return option;
+}
+
+/** The commander option of a table row; a command may say it differently (`help`, `defaultText`). */
+export function tableOption(key: OptionKey, say: Partial<FlagDoc> = {}): Option {
+  const row = optionRow(key);
+  if (!row.flag) throw new Error(`option '${key}' has no flag`);
+  const doc: FlagDoc = { help: say.help ?? row.help, defaultText: say.defaultText ?? row.defaultText };
+  const isBool = row.value.type === 'bool';
+  const flags = `${row.short ? `${row.short}, ` : ''}${row.flag}${isBool ? '' : ` <${row.arg ?? 'value'}>`}`;
+  const option = new Option(flags, isBool ? doc.help : `${doc.help} (default ${doc.defaultText})`);
+  if (row.value.type === 'enum') option.choices(row.value.values);
+  else if (!isBool) option.argParser(parserFor(row.value));
+  DOCS.set(option, doc);
+  return option;
+}
+
+const flagged = (groups: readonly OptionGroup[]): OptionKey[] => optionRows(groups).flatMap((r) => (r.flag ? [r.key as OptionKey] : []));
+
+function addRows(cmd: Command, keys: readonly OptionKey[]): Command {
+  for (const key of keys) cmd.addOption(tableOption(key));
+  return cmd;
+}
+
+/** Adds the context flags (-t, -c, -b, --ubatch-size) to a command. */
 export function addContextOptions(cmd: Command): Command {
-  return cmd
-    .option('-t, --threads <N>', 'compute threads (default: min(4, cores))', intRange(1, 1024))
-    .option('-c, --ctx-size <N>', 'context size in tokens (default 4096)', positiveInt)
-    .option('-b, --batch-size <N>', 'logical batch for prompt processing (default 512)', positiveInt)
-    .option('--ubatch-size <N>', 'physical micro-batch (default 512)', positiveInt);
+  return addRows(cmd, flagged(['context']));
 }
 
-/** Adds the weight and expert-streaming flags (--repack, --moe-stream, --cache-mb, ...) to a command. */
+/** Adds the weight and expert-streaming flags (--repack/--nr, --n-expert-used, --moe-stream, --cache-mb, ...) to a command. */
 export function addStreamingOptions(cmd: Command): Command {
-  return cmd
-    .option('--repack', "let ggml repack weights (faster, but rounds differently from -nr and from streaming)")
-    .addOption(new Option('--nr', 'no weight repacking (the default; as llama.cpp -nr)').conflicts('repack'))
-    .option('--moe-stream', 'stream routed experts from flash instead of holding the model resident')
-    .option('--cache-mb <N|auto>', "expert cache budget in MiB, 0 = none, 'auto' = from MemAvailable (default 0)", cacheMb)
-    .option('--cache-ceil-mb <N>', "cap for --cache-mb auto, in MiB", positiveInt)
-    .option('--io-threads <N>', 'parallel read lanes (default 4)', intRange(1, 64))
-    .option('--overlap', "hide each layer's expert reads behind its expert compute")
-    .option('--prefetch <N>', 'speculative read-ahead depth; 0 = off (default 0)', nonNegativeInt)
-    .option('--n-expert-used <K>', "override the model's top-k routing (lossy)", positiveInt)
-    .option('--no-odirect', 'read experts through the page cache instead of O_DIRECT')
-    .addOption(new Option('--dense-weights <how>', 'hold non-expert weights in the mapping or anonymous memory (default mmap)').choices(['mmap', 'anon']))
-    .option('--force-cache', "accept a cache budget below one token's routed working set");
+  addRows(cmd, ['repack']).addOption(cliOption('--nr', 'no weight repacking (the default; as llama.cpp -nr)').conflicts('repack'));
+  return addRows(cmd, [...flagged(['model']).filter((k) => k !== 'repack'), ...flagged(['stream'])]);
+}
+
+/** Adds the generation flags of `keys` (-n, --temp, ...) to a command, in the order given. */
+export function addGenerateOptions(cmd: Command, keys: readonly OptionKey[]): Command {
+  return addRows(cmd, keys);
+}
+
+/** The table rows the user gave a flag for on the command line, with the parsed values. */
+function givenRows(cmd: Command, flags: ModelFlags, groups: readonly OptionGroup[]): Array<[OptionRow, unknown]> {
+  const out: Array<[OptionRow, unknown]> = [];
+  for (const option of cmd.options) {
+    const row = option.long ? optionByFlag(option.long) : undefined;
+    if (!row || !groups.includes(row.group)) continue;
+    const attr = option.attributeName();
+    if (cmd.getOptionValueSource(attr) === 'cli') out.push([row, flags[attr]]);
+  }
+  return out;
+}
+
+function usage(cmd: Command, message: string): never {
+  return cmd.error(`error: ${message}`, { exitCode: 2, code: 'bmoe.usage' });
 }
 
 /** The flags as LoadOptions; a streaming flag without --moe-stream is a usage error (exit 2). */
 export function loadOptions(cmd: Command, flags: ModelFlags): LoadOptions {
-  const given = (key: string): boolean => cmd.getOptionValueSource(key) === 'cli';
-  const load: LoadOptions = {
-    threads: flags.threads,
-    contextSize: flags.ctxSize,
-    batchSize: flags.batchSize,
-    ubatchSize: flags.ubatchSize ?? (flags.batchSize !== undefined ? Math.min(512, flags.batchSize) : undefined),
-    repack: Boolean(flags.repack),
-    nExpertUsed: flags.nExpertUsed,
-  };
-  const stray = STREAM_FLAGS.find(([key]) => given(key));
-  if (!flags.moeStream) {
-    if (stray) cmd.error(`error: ${stray[1]} requires --moe-stream`, { exitCode: 2, code: 'bmoe.usage' });
-    return load;
+  const load: Record<string, unknown> = {};
+  for (const [row, value] of givenRows(cmd, flags, ['context', 'model'])) setPath(load, row.key, value);
+  const stream = givenRows(cmd, flags, ['stream']);
+  const moeStream = optionRow('stream.moeStream');
+  if (!stream.some(([row]) => row === moeStream)) {
+    const stray = stream[0];
+    if (stray) usage(cmd, `${flagName(stray[0])} requires ${flagName(moeStream)}`);
+    return load as LoadOptions;
   }
-  if (flags.cacheCeilMb !== undefined && flags.cacheMb !== 'auto') {
-    cmd.error('error: --cache-ceil-mb applies only to --cache-mb auto', { exitCode: 2, code: 'bmoe.usage' });
+  for (const [row, value] of stream) setPath(load, row.key, value);
+  const s = (load as LoadOptions).stream;
+  if (s?.cacheCeilMb !== undefined && s.cacheMb !== 'auto') {
+    usage(cmd, `${flagName(optionRow('stream.cacheCeilMb'))} applies only to ${flagName(optionRow('stream.cacheMb'), 'auto')}`);
   }
-  const stream: StreamOptions = { moeStream: true };
-  for (const [key] of STREAM_FLAGS) if (given(key)) Object.assign(stream, { [key]: flags[key] });
-  return { ...load, stream };
+  return load as LoadOptions;
+}
+
+/** The generation flags given as GenerateOptions (the engine fills in the rest). */
+export function generateOptions(cmd: Command, flags: ModelFlags): GenerateOptions {
+  const out: Record<string, unknown> = {};
+  for (const [row, value] of givenRows(cmd, flags, ['generate'])) setPath(out, row.key, value);
+  return out as GenerateOptions;
 }

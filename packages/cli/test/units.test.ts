@@ -55,13 +55,43 @@ describe('llama.cpp tools', () => {
 });
 
 describe('engine option errors in CLI terms', () => {
-  it('names flags instead of engine options', async () => {
-    const { withFlagNames } = await import('../src/option-names.js');
-    expect(withFlagNames("nExpertUsed must be an integer from 1 to the model's expert count (16), got 99")).toBe(
-      "--n-expert-used must be an integer from 1 to the model's expert count (16), got 99",
+  // Real engine errors (no native addon needed: options are refused before anything loads).
+  async function rejection(p: Promise<unknown>): Promise<unknown> {
+    return p.then(
+      () => {
+        throw new Error('did not reject');
+      },
+      (e: unknown) => e,
     );
-    expect(withFlagNames('ubatchSize must be at most batchSize (64), got 128')).toBe('--ubatch-size must be at most --batch-size (64), got 128');
-    expect(withFlagNames('stream.ioThreads must be an integer from 1 to 64, got 65')).toBe('--io-threads must be an integer from 1 to 64, got 65');
-    expect(withFlagNames('the prompt is 14 tokens but the context holds 8 (contextSize)')).toBe('the prompt is 14 tokens but the context holds 8 (--ctx-size)');
+  }
+
+  it('names flags instead of engine options, from the option the error carries', async () => {
+    const { flagMessage } = await import('../src/option-names.js');
+    const { headerInfo, loadModel } = await import('@bmoe/engine');
+    const { planModel } = await import('@bmoe/gguf');
+    const topK = (() => {
+      try {
+        headerInfo(planModel({ preset: 'tiny-qwen3moe' }).layout, 99);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(flagMessage(topK)).toMatch(/^--n-expert-used must be an integer from 1 to the model's expert count \(\d+\), got 99$/);
+    expect(flagMessage(await rejection(loadModel('m.gguf', { batchSize: 64, ubatchSize: 128 })))).toBe('--ubatch-size must be at most --batch-size (64), got 128');
+    expect(flagMessage(await rejection(loadModel('m.gguf', { stream: { moeStream: true, ioThreads: 65 } })))).toBe('--io-threads must be an integer from 1 to 64, got 65');
+    expect(flagMessage(await rejection(loadModel('m.gguf', { stream: { cacheMb: 100 } })))).toBe('--cache-mb requires --moe-stream');
+    // The engine's own words stay in API terms.
+    expect(((await rejection(loadModel('m.gguf', { stream: { cacheMb: 100 } }))) as Error).message).toBe('stream.cacheMb requires stream.moeStream: true');
+  });
+
+  it('names a flag inside a longer message, and leaves other errors alone', async () => {
+    const { flagMessage } = await import('../src/option-names.js');
+    const { opt, optionError } = await import('@bmoe/engine/options');
+    const { BmoeError } = await import('@bmoe/engine');
+    expect(flagMessage(optionError`the prompt is 14 tokens but the context holds 8 (${opt('contextSize')})`)).toBe('the prompt is 14 tokens but the context holds 8 (--ctx-size)');
+    // An option error about a server option (no table entry) and other errors: not rewritten.
+    expect(flagMessage(new BmoeError('E_OPTION', 'server option port must be an integer from 0 to 65535, got 70000'))).toBeNull();
+    expect(flagMessage(new BmoeError('E_MODEL', 'threads: no such file'))).toBeNull();
+    expect(flagMessage(new Error('contextSize'))).toBeNull();
   });
 });

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { formatBytes } from '../format.js';
-import { positiveInt } from '../parse.js';
+import { tableOption } from '../model-options.js';
 
 export const DEMO_PRESET = 'demo-qwen3moe';
 const DEMO_PROMPT = 'The quick brown fox';
@@ -21,7 +21,7 @@ export function registerDemo(program: Command, ctx: CliContext): void {
     .command('demo')
     .description(`generate from a synthetic ${DEMO_PRESET} model (made once, then cached)`)
     .option('--model <file>', 'use this GGUF instead of the cached demo model')
-    .option('-n, --n-predict <N>', 'tokens to generate (default 64)', positiveInt)
+    .addOption(tableOption('maxTokens', { defaultText: '64' }))
     .action(async (flags: { model?: string; nPredict?: number }) => {
       const { inspectModel } = await import('@bmoe/engine');
       const { runGeneration } = await import('../generate.js');

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import type { ModelHeaderInfo } from '@bmoe/engine';
 import type { CliContext } from '../context.js';
 import { formatBytes, formatMiB, percent, table } from '../format.js';
-import { positiveInt } from '../parse.js';
+import { tableOption } from '../model-options.js';
 
 export function registerInfo(program: Command, ctx: CliContext): void {
   program
@@ -12,7 +12,7 @@ export function registerInfo(program: Command, ctx: CliContext): void {
     .description('describe a GGUF model from its header: experts, quant types, dense vs expert bytes, working set')
     .argument('<model>', 'GGUF model file')
     .option('--json', 'print the same data as JSON')
-    .option('--n-expert-used <K>', 'also give the working set at this top-k', positiveInt)
+    .addOption(tableOption('nExpertUsed', { help: 'also give the working set at this top-k' }))
     .action(async (model: string, flags: { json?: boolean; nExpertUsed?: number }) => {
       const { inspectModel } = await import('@bmoe/engine');
       const info = await inspectModel(model, { nExpertUsed: flags.nExpertUsed });
