@@ -1,6 +1,8 @@
 // OpenAI-style errors: every non-2xx answer under /v1 is `{ error: { message, type, param, code } }`
 // with a message a person can act on, so the `openai` client raises its matching error class
 // (BadRequestError, AuthenticationError, NotFoundError, RateLimitError, ...) with that message.
+import { BmoeError } from '@bmoe/engine';
+import type { FastifyReply } from 'fastify';
 
 /** The `type` field, as the OpenAI API uses it. */
 export type ApiErrorType = 'invalid_request_error' | 'authentication_error' | 'not_found_error' | 'rate_limit_error' | 'server_error';
@@ -40,10 +42,61 @@ export class ApiError extends Error {
 export const badRequest = (message: string, param: string | null = null, code: string | null = 'invalid_value'): ApiError =>
   new ApiError(400, 'invalid_request_error', message, code, param);
 
+/** 413, as the server answers a body over its limit (the demo's forwarder answers the same). */
+export const bodyTooLarge = (limitBytes: number): ApiError =>
+  new ApiError(413, 'invalid_request_error', `the request body is larger than the limit of ${limitBytes} bytes`, 'request_too_large');
+
+export const shuttingDown = (message = 'the server is shutting down'): ApiError => new ApiError(503, 'server_error', message, 'server_shutting_down');
+
 /** `['messages', 0, 'content']` → `messages[0].content` (how OpenAI names a field in `param`). */
 export function paramName(path: readonly PropertyKey[]): string | null {
   if (path.length === 0) return null;
   let out = '';
   for (const k of path) out += typeof k === 'number' ? `[${k}]` : out === '' ? String(k) : `.${String(k)}`;
   return out;
+}
+
+export function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
+  for (const [k, v] of Object.entries(err.headers)) reply.header(k, v);
+  return reply.code(err.status).send(err.body() satisfies ApiErrorBody);
+}
+
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+/**
+ * A generation that failed before or while it ran → the answer. The engine's refusals of the
+ * request (prompt longer than the context, empty) are the client's (400 naming the input field);
+ * a model file changed on disk is 503; anything else is ours (500).
+ */
+export function engineError(err: unknown, inputParam: string, stage: 'start' | 'run'): ApiError {
+  if (err instanceof BmoeError && err.code === 'E_OPTION') {
+    const tooLong = /context holds/.test(err.message);
+    return badRequest(err.message, inputParam, tooLong ? 'context_length_exceeded' : 'invalid_value');
+  }
+  if (err instanceof BmoeError && err.code === 'E_MODEL_CHANGED') {
+    return new ApiError(503, 'server_error', `the model file changed on disk: ${err.message}; restart the server to load it again`, 'model_changed');
+  }
+  const what = stage === 'start' ? 'could not start the generation' : 'generation failed';
+  return new ApiError(500, 'server_error', `${what}: ${messageOf(err)}`, 'generation_failed');
+}
+
+/** fastify and parser errors → the OpenAI error shape. */
+export function toApiError(err: unknown, bodyLimit: number): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { code?: string; statusCode?: number; message?: string };
+  const message = e.message ?? String(err);
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return bodyTooLarge(bodyLimit);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return badRequest('the request body is empty; expected a JSON object', null, 'invalid_json');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError(415, 'invalid_request_error', `unsupported content type: ${message}; send application/json`, 'unsupported_media_type');
+    default:
+      break;
+  }
+  const status = typeof e.statusCode === 'number' ? e.statusCode : 500;
+  if (status === 400) return badRequest(`malformed JSON body: ${message}`, null, 'invalid_json');
+  if (status > 400 && status < 500) return new ApiError(status, 'invalid_request_error', message, null);
+  return new ApiError(500, 'server_error', `internal error: ${message}`, null);
 }

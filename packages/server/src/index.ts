@@ -1,6 +1,6 @@
 // @bmoe/server: an OpenAI-compatible local server for one bmoe model. `createServer(options)`
 // builds it, `listen()` binds and starts loading, `close()` shuts down gracefully.
-export { createServer, type BmoeServer, type BmoeStatus, type ServerState } from './server.js';
+export { createServer, type BmoeServer } from './server.js';
 export {
   DEFAULT_BODY_LIMIT_BYTES,
   DEFAULT_HOST,
@@ -10,15 +10,22 @@ export {
   defaultModelId,
   type ServerOptions,
 } from './options.js';
-export type { ApiErrorBody, ApiErrorType } from './errors.js';
+// The Host and key checks and the 413 answer, for a front (the phone demo) that forwards to the server.
+export { LOOPBACK_HOSTS, createRequestGuard, type GuardOptions, type RequestGuard } from './guard.js';
+export { ApiError, bodyTooLarge, type ApiErrorBody, type ApiErrorType } from './errors.js';
+export { NATIVE_MAX_COUNT, limitsFor, type RequestLimits } from './limits.js';
 export type { RequestOutcome } from './metrics.js';
 export type {
   BmoeResult,
+  BmoeStatus,
   BmoeTokenChunk,
   ChatCompletion,
   ChatCompletionChunk,
   Completion,
   FinishReason,
+  HealthStatus,
   RequestTimings,
+  ServerState,
+  StatusLimits,
   Usage,
 } from './types.js';

@@ -12,6 +12,12 @@ export interface ServerOptions {
   load?: LoadOptions;
   /** Address to bind. Default '127.0.0.1' (this machine only); '0.0.0.0' or '::' opens it to the network. */
   host?: string;
+  /**
+   * Host names the server answers to besides its loopback names (localhost, 127.0.0.1, [::1]) and
+   * `host`; any other Host header gets 403 (DNS rebinding). '.example.lan' accepts a domain and its
+   * subdomains. Bound to 0.0.0.0 or ::, every IP address is accepted too. Default: none.
+   */
+  allowedHosts?: string[];
   /** TCP port. Default 8080; 0 = any free port (see `BmoeServer.url` after `listen()`). */
   port?: number;
   /** When set, every /v1 request and /metrics need `Authorization: Bearer <apiKey>` (401 otherwise). Default: none. */
@@ -20,6 +26,10 @@ export interface ServerOptions {
   maxQueue?: number;
   /** Largest accepted request body; larger ones get 413. Default 1 MiB (1048576). */
   bodyLimitBytes?: number;
+  /** Messages one chat request may hold (400 beyond). Default: context size / 4 (1024 at 4096), as no more can fit. */
+  maxMessages?: number;
+  /** Characters of prompt text one request may hold (400 beyond). Default: 16 × context size (65536 at 4096), as no more can fit. */
+  maxPromptChars?: number;
   /** The model name clients send (`model` in requests, `/v1/models`). Default: the file name without `.gguf`. */
   modelId?: string;
   /** fastify's logger option (true, or pino options). Default false (silent). */
@@ -32,10 +42,14 @@ export interface ResolvedServerOptions {
   model: string;
   load: LoadOptions;
   host: string;
+  allowedHosts: string[];
   port: number;
   apiKey: string | null;
   maxQueue: number;
   bodyLimitBytes: number;
+  /** null = derived from the context size. */
+  maxMessages: number | null;
+  maxPromptChars: number | null;
   modelId: string;
   logger: FastifyServerOptions['logger'];
   shutdownGraceMs: number;
@@ -53,10 +67,13 @@ const schema = z.object({
   model: z.string('must be a path to a GGUF file').min(1, 'must be a path to a GGUF file'),
   load: z.object({}, 'must be an object of load options').loose().optional(),
   host: z.string('must be a host name or address').min(1, 'must be a host name or address').optional(),
+  allowedHosts: z.array(z.string('must be host names').min(1, 'must be host names'), 'must be an array of host names').optional(),
   port: z.number('must be an integer from 0 to 65535').int('must be an integer from 0 to 65535').min(0, 'must be an integer from 0 to 65535').max(65535, 'must be an integer from 0 to 65535').optional(),
   apiKey: z.string('must be a non-empty string').min(1, 'must be a non-empty string').optional(),
   maxQueue: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).max(1_000_000, 'must be at most 1000000').optional(),
   bodyLimitBytes: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
+  maxMessages: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
+  maxPromptChars: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
   modelId: z.string('must be a non-empty string').min(1, 'must be a non-empty string').optional(),
   logger: z.unknown().optional(),
   shutdownGraceMs: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).optional(),
@@ -76,10 +93,13 @@ export function resolveServerOptions(input: ServerOptions): ResolvedServerOption
     model: o.model,
     load: (input.load ?? {}) as LoadOptions,
     host: o.host ?? DEFAULT_HOST,
+    allowedHosts: o.allowedHosts ?? [],
     port: o.port ?? DEFAULT_PORT,
     apiKey: o.apiKey ?? null,
     maxQueue: o.maxQueue ?? DEFAULT_MAX_QUEUE,
     bodyLimitBytes: o.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
+    maxMessages: o.maxMessages ?? null,
+    maxPromptChars: o.maxPromptChars ?? null,
     modelId: o.modelId ?? defaultModelId(o.model),
     logger: input.logger ?? false,
     shutdownGraceMs: o.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,

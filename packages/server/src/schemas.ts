@@ -6,21 +6,27 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { z } from 'zod';
 import { ApiError, badRequest, paramName } from './errors.js';
+import { NATIVE_MAX_COUNT } from './limits.js';
 
 const NULLABLE = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
-const POS_INT = 'must be a positive integer';
-const maxTokens = NULLABLE(z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT));
+// Counts the native core takes up to 2^24: a larger one is refused here, naming the field.
+const MAX_TOKENS = `must be an integer from 1 to ${NATIVE_MAX_COUNT}`;
+const maxTokens = NULLABLE(z.number(MAX_TOKENS).int(MAX_TOKENS).positive(MAX_TOKENS).max(NATIVE_MAX_COUNT, MAX_TOKENS));
 const TEMP = 'must be a number from 0 to 2';
 const temperature = NULLABLE(z.number(TEMP).min(0, TEMP).max(2, TEMP));
 const TOP_P = 'must be a number in (0, 1]';
 const topP = NULLABLE(z.number(TOP_P).gt(0, TOP_P).lte(1, TOP_P));
-const TOP_K = 'must be a non-negative integer (0 = off)';
-const topK = NULLABLE(z.number(TOP_K).int(TOP_K).nonnegative(TOP_K).max(Number.MAX_SAFE_INTEGER, TOP_K));
+const TOP_K = `must be an integer from 0 (off) to ${NATIVE_MAX_COUNT}`;
+const topK = NULLABLE(z.number(TOP_K).int(TOP_K).nonnegative(TOP_K).max(NATIVE_MAX_COUNT, TOP_K));
 const SEED = 'must be an integer from 0 to 4294967295';
 const seed = NULLABLE(z.number(SEED).int(SEED).min(0, SEED).max(0xffffffff, SEED));
+/** Longest stop sequence: matching holds back up to its length of text and rescans it per token. */
+export const MAX_STOP_CHARS = 256;
 const STOP = 'must be a string or an array of at most 4 strings';
-const stop = NULLABLE(z.union([z.string(STOP), z.array(z.string(STOP), STOP).max(4, STOP)], STOP));
+const STOP_LEN = `must be at most ${MAX_STOP_CHARS} characters`;
+const stopString = z.string(STOP).max(MAX_STOP_CHARS, STOP_LEN);
+const stop = NULLABLE(z.union([stopString, z.array(stopString, STOP).max(4, STOP)], STOP));
 const N = 'must be 1 (one model, one answer per request)';
 const n = NULLABLE(z.number(N).int(N).min(1, N).max(1, N));
 const BOOL = 'must be true or false';
@@ -105,8 +111,8 @@ interface Found {
 
 /**
  * The issue to report. A union (`content`: string or parts) reports its own message unless one
- * branch got past the type check (an array whose part is wrong): then that deeper issue, which
- * names the exact field.
+ * branch got past the type check (an array whose part is wrong, a string too long): then that
+ * branch's issue, which names the exact field and what is wrong with it.
  */
 function deepest(issue: z.core.$ZodIssue): Found {
   const here: Found = { message: issue.message, code: issue.code, path: [...issue.path] };
@@ -114,7 +120,7 @@ function deepest(issue: z.core.$ZodIssue): Found {
   let best: Found | null = null;
   for (const branch of issue.errors) {
     const first = branch[0];
-    if (!first || first.path.length === 0) continue;
+    if (!first || (first.path.length === 0 && first.code === 'invalid_type')) continue;
     const inner = deepest(first);
     if (!best || inner.path.length > best.path.length) best = inner;
   }

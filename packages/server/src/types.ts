@@ -1,9 +1,13 @@
-// Response shapes: OpenAI's, plus the `bmoe` object with the shared metrics schema's records.
+// Response shapes: OpenAI's, plus the `bmoe` object with the shared metrics schema's records,
+// and the server's own status answers.
 import type {
+  DeviceSensors,
   GenerationLine,
   MoeCacheLine,
   MoePrefetchLine,
   MoeStreamLine,
+  ModelInfo,
+  ResolvedStreamOptions,
   RunSummary,
   StopReason,
   TokenMetrics,
@@ -84,4 +88,33 @@ export interface Completion {
   choices: Array<{ index: 0; text: string; finish_reason: FinishReason | null; logprobs: null }>;
   usage?: Usage;
   bmoe?: BmoeTokenChunk | BmoeResult;
+}
+
+/** Where the model is in its life. */
+export type ServerState = 'idle' | 'loading' | 'ready' | 'failed' | 'closing' | 'closed';
+
+/** What `/health` and the status report: the state, or 'model_changed' once the served file changed on disk. */
+export type HealthStatus = ServerState | 'model_changed';
+
+/** The request bounds in force (see ServerOptions.maxMessages, maxPromptChars). */
+export interface StatusLimits {
+  maxMessages: number;
+  maxPromptChars: number;
+  bodyLimitBytes: number;
+}
+
+/** `GET /v1/bmoe/status`. */
+export interface BmoeStatus {
+  status: HealthStatus;
+  /** The load error when status is 'failed', how the file changed when 'model_changed'. */
+  error: string | null;
+  model: { id: string; path: string; sizeBytes: number | null; info: ModelInfo | null };
+  /** Expert streaming in effect (null when resident, or while loading). */
+  stream: { options: ResolvedStreamOptions; resolved: ModelInfo['stream'] } | null;
+  limits: StatusLimits;
+  queueDepth: number;
+  maxQueue: number;
+  /** A generation is running. */
+  busy: boolean;
+  device: DeviceSensors;
 }

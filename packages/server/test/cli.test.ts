@@ -3,11 +3,9 @@
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChildProcess } from 'node:child_process';
-import { isNativeAvailable } from '@bmoe/engine';
 import { describe, expect, it } from 'vitest';
-import { clientFor, fixture, runCli, type CliResult } from './helpers.js';
+import { clientFor, fixture, native, runCli, type CliResult } from './helpers.js';
 
-const native = await isNativeAvailable();
 const LISTENING = /listening on (http:\/\/\S+) /;
 
 /** Starts `bmoe serve`, resolves with its URL once ready, and with the exit once it ends. */

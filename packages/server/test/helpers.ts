@@ -1,10 +1,19 @@
-// Test helpers: a real server on loopback with the real `openai` client, a /metrics scraper, and
-// the built `bmoe` executable as a child process.
+// Test helpers: a real server on loopback with the real `openai` client, a /metrics scraper, the
+// built `bmoe` executable as a child process, a fetch that reaches loopback by a foreign name (DNS
+// rebinding) and a /health prober.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { request } from 'node:http';
+import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { isNativeAvailable } from '@bmoe/engine';
 import OpenAI from 'openai';
 import { inject } from 'vitest';
+import { requireNative } from '../../../tooling/test-utils.mjs';
 import { createServer, type BmoeServer, type ServerOptions } from '../src/index.js';
+
+/** The gate of the suites that need the native addon: they skip without it, except under CI where this throws. */
+export const native = await requireNative('the native addon', () => isNativeAvailable());
 
 export const BMOE_BIN = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
 
@@ -119,4 +128,65 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
     if (performance.now() > until) throw new Error(`timed out waiting for ${what}`);
     await sleep(5);
   }
+}
+
+/**
+ * A fetch that resolves `name` to 127.0.0.1, as a browser does once a page's DNS name has been
+ * rebound to this machine: the request reaches the loopback server with `Host: name:port`.
+ * (Node's own fetch cannot send a foreign Host; this goes through node:http with its own lookup.)
+ */
+export function reboundFetch(name: string): typeof fetch {
+  const lookup = (host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void): void => {
+    if (host !== name) return void dnsLookup(host, opts, cb as never);
+    const addr: LookupAddress = { address: '127.0.0.1', family: 4 };
+    if (opts.all) cb(null, [addr]);
+    else cb(null, addr.address, addr.family);
+  };
+  return async (input, init) => {
+    const req = new Request(input, init);
+    const body = req.body ? Buffer.from(await req.arrayBuffer()) : undefined;
+    return new Promise<Response>((resolve, reject) => {
+      const out = request(req.url, { method: req.method, headers: Object.fromEntries(req.headers), lookup: lookup as never, signal: req.signal }, (res) => {
+        const headers = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) for (const one of [v ?? []].flat()) headers.append(k, one);
+        const status = res.statusCode ?? 502;
+        const stream = status === 204 || status === 304 ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);
+        resolve(new Response(stream, { status, headers }));
+      });
+      out.on('error', reject);
+      out.end(body);
+    });
+  };
+}
+
+export interface HealthProbe {
+  /** Stops probing; resolves with the slowest /health answer seen (ms) and how many were answered. */
+  stop(): Promise<{ maxMs: number; answered: number }>;
+}
+
+/**
+ * Asks `/health` again and again, one at a time, timing each answer. The server runs in this
+ * process, so a request that blocks the event loop shows as one slow /health answer.
+ */
+export function probeHealth(url: string): HealthProbe {
+  let running = true;
+  let maxMs = 0;
+  let answered = 0;
+  const loop = (async () => {
+    while (running) {
+      const t0 = performance.now();
+      const res = await fetch(`${url}/health`);
+      await res.arrayBuffer();
+      maxMs = Math.max(maxMs, performance.now() - t0);
+      answered++;
+      await sleep(2);
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { maxMs, answered };
+    },
+  };
 }

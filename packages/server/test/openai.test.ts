@@ -2,7 +2,7 @@
 // tiny fixture through a cache smaller than the experts: answers, streamed chunks with per-token
 // metrics, identity with `bmoe run`, concurrency, disconnects, /metrics, and the error paths.
 import { stat } from 'node:fs/promises';
-import { isNativeAvailable, runSummarySchema, tokenMetricsSchema, type TokenMetrics } from '@bmoe/engine';
+import { runSummarySchema, tokenMetricsSchema, type TokenMetrics } from '@bmoe/engine';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BmoeResult, BmoeStatus, ChatCompletionChunk } from '../src/index.js';
@@ -12,6 +12,7 @@ import {
   THREADS,
   asPrinted,
   fixture,
+  native,
   postJson,
   runCli,
   sample,
@@ -21,7 +22,6 @@ import {
   type Started,
 } from './helpers.js';
 
-const native = await isNativeAvailable();
 
 /** The `bmoe` object the server adds to OpenAI's shapes. */
 function bmoeOf(x: unknown): BmoeResult {

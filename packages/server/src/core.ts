@@ -1,0 +1,32 @@
+// What the routes and the generation path need from the server's lifecycle (server.ts): the
+// options, the metrics, the turn queue, the session once the model serves, and the shutdown signal.
+import type { ResolvedStreamOptions, Session } from '@bmoe/engine';
+import type { RequestGuard } from './guard.js';
+import type { RequestLimits } from './limits.js';
+import type { ServerMetrics } from './metrics.js';
+import type { ResolvedServerOptions } from './options.js';
+import type { Turns } from './turns.js';
+import type { BmoeStatus, HealthStatus } from './types.js';
+
+export interface ServerCore {
+  readonly opts: ResolvedServerOptions;
+  readonly metrics: ServerMetrics;
+  readonly turns: Turns;
+  readonly guard: RequestGuard;
+  /** Aborted when the shutdown grace period ends: running generations stop within a token. */
+  readonly shutdownSignal: AbortSignal;
+  /** The session to generate with; throws the 503 to answer while there is none (loading, failed, closing). */
+  session(): Session;
+  /** Expert streaming in effect on the loaded model, or null. */
+  streamOptions(): ResolvedStreamOptions | null;
+  /** The context size of the loaded model (the load options' before it is loaded). */
+  contextSize(): number;
+  /** The request bounds in force. */
+  readonly limits: RequestLimits;
+  health(): HealthStatus;
+  status(): Promise<BmoeStatus>;
+  /** Seconds a client should wait before retrying when the queue is full. */
+  retryAfterSeconds(): number;
+  /** A generation held the turn this long (feeds retryAfterSeconds). */
+  turnHeld(seconds: number): void;
+}

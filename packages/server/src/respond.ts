@@ -1,0 +1,143 @@
+// One generation → one answer: tokens become SSE chunks as they come (or are gathered into one
+// JSON body), stop sequences cut the text, every token moves /metrics, and the end becomes the
+// final chunk or body with `usage` and the `bmoe` result — or the error the client is owed.
+import type { ChatMessage, GenerateOptions, Generation, GenerationResult, ResolvedStreamOptions, Session, TokenMetrics } from '@bmoe/engine';
+import type { FastifyReply } from 'fastify';
+import { engineError, shuttingDown, type ApiError } from './errors.js';
+import type { Endpoint, ServerMetrics } from './metrics.js';
+import { ResponseShapes, bmoeResult, usageOf } from './shapes.js';
+import { createSse, type Sse } from './sse.js';
+import { StopMatcher } from './stop.js';
+import type { FinishReason } from './types.js';
+
+/** What a generation request asks for, once its body is read and checked. */
+export interface GenerationSpec {
+  endpoint: Endpoint;
+  input: string | ChatMessage[];
+  generate: Omit<GenerateOptions, 'signal'>;
+  stop: string[];
+  stream: boolean;
+  /** The parameter named when the engine refuses the prompt (too long, empty). */
+  inputParam: 'messages' | 'prompt';
+}
+
+export interface RespondContext {
+  metrics: ServerMetrics;
+  modelId: string;
+  /** Expert streaming in effect (which end-of-run lines there are), or null. */
+  stream: ResolvedStreamOptions | null;
+  /** The request's arrival (performance.now()). */
+  t0: number;
+  queueMs: number;
+  isDisconnected(): boolean;
+}
+
+/**
+ * How long a stream waits for its first event before it opens anyway: preparing a prompt within
+ * the request limits takes well under this, so its refusals still come as a plain 400.
+ */
+const SSE_OPEN_AFTER_MS = 1000;
+
+/** What the generation gave, read to its end. */
+interface Outcome {
+  text: string;
+  /** The held-back tail of a possible stop sequence that never completed ('' after a stop). */
+  tail: string;
+  stoppedOnSequence: boolean;
+  firstTokenMs: number | null;
+  lastTokenMs: number;
+  result: GenerationResult | null;
+  failure: unknown;
+}
+
+export async function respond(session: Session, reply: FastifyReply, spec: GenerationSpec, signal: AbortSignal, ctx: RespondContext): Promise<unknown> {
+  let gen: Generation;
+  try {
+    gen = session.generate(spec.input, { ...spec.generate, signal });
+  } catch (err) {
+    throw engineError(err, spec.inputParam, 'start');
+  }
+  const shapes = new ResponseShapes(spec.endpoint, ctx.modelId);
+  const sse = spec.stream ? createSse(reply, { preamble: shapes.roleChunk(), openAfterMs: SSE_OPEN_AFTER_MS }) : null;
+  const out = await readGeneration(gen, spec, ctx, (text, token) => sse?.send(shapes.chunk(text, { token })));
+  const totalSeconds = (performance.now() - ctx.t0) / 1000;
+
+  if (ctx.isDisconnected()) {
+    ctx.metrics.request(spec.endpoint, 'disconnected', totalSeconds);
+    sse?.end();
+    if (!sse?.opened) reply.hijack();
+    return undefined;
+  }
+  const refusal = failureOf(out, spec);
+  if (refusal || !out.result) {
+    const err = refusal ?? shuttingDown('the server is shutting down; the generation was stopped');
+    if (!sse?.opened) {
+      sse?.end();
+      throw err; // answered (and counted) by the /v1 error handler
+    }
+    // Headers are sent: the error goes into the stream (the openai client raises it), and is counted here.
+    ctx.metrics.request(spec.endpoint, err.status >= 500 ? 'failed' : 'rejected', totalSeconds);
+    sse.send(err.body());
+    sse.end();
+    return undefined;
+  }
+  ctx.metrics.request(spec.endpoint, 'completed', totalSeconds);
+  return answer(reply, sse, shapes, out, out.result, ctx);
+}
+
+/** Iterates the tokens (each one through `onToken`, cut at a stop sequence), then awaits the result. */
+async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: RespondContext, onToken: (text: string, token: TokenMetrics) => void): Promise<Outcome> {
+  const stopper = new StopMatcher(spec.stop);
+  const out: Outcome = { text: '', tail: '', stoppedOnSequence: false, firstTokenMs: null, lastTokenMs: 0, result: null, failure: null };
+  try {
+    for await (const ev of gen) {
+      const now = performance.now() - ctx.t0;
+      if (out.firstTokenMs === null) {
+        out.firstTokenMs = now;
+        ctx.metrics.firstToken(spec.endpoint, now / 1000);
+      }
+      out.lastTokenMs = now;
+      ctx.metrics.token(ev.metrics);
+      const piece = stopper.push(ev.text);
+      out.text += piece.text;
+      onToken(piece.text, ev.metrics);
+      if (piece.stopped) {
+        out.stoppedOnSequence = true;
+        break; // leaving the loop aborts the generation within a token
+      }
+    }
+  } catch (err) {
+    out.failure = err;
+  }
+  try {
+    out.result = await gen.result;
+  } catch (err) {
+    out.failure ??= err;
+  }
+  if (out.result) ctx.metrics.prompt(out.result);
+  out.tail = out.stoppedOnSequence ? '' : stopper.flush();
+  out.text += out.tail;
+  return out;
+}
+
+/** The error the client gets for a generation that failed or was stopped by shutdown; null when it ended well. */
+function failureOf(out: Outcome, spec: GenerationSpec): ApiError | null {
+  if (out.failure !== null) return engineError(out.failure, spec.inputParam, 'run');
+  if (out.result?.stopReason === 'abort' && !out.stoppedOnSequence) return shuttingDown('the server is shutting down; the generation was stopped');
+  return null;
+}
+
+/** The final SSE chunk and [DONE], or the whole JSON body. */
+function answer(reply: FastifyReply, sse: Sse | null, shapes: ResponseShapes, out: Outcome, result: GenerationResult, ctx: RespondContext): unknown {
+  const finish: FinishReason = out.stoppedOnSequence || result.stopReason === 'eog' ? 'stop' : 'length';
+  const usage = usageOf(result);
+  const timings = { queueMs: ctx.queueMs, ttftMs: out.firstTokenMs ?? out.lastTokenMs, totalMs: out.lastTokenMs };
+  const bmoe = bmoeResult(result, ctx.stream, out.stoppedOnSequence ? 'stop' : result.stopReason, timings);
+  if (sse) {
+    sse.send(shapes.chunk(out.tail === '' ? null : out.tail, bmoe, finish, usage));
+    sse.send('[DONE]');
+    sse.end();
+    return undefined;
+  }
+  return reply.send(shapes.body(out.text, finish, usage, bmoe));
+}

@@ -1,0 +1,68 @@
+// The HTTP surface: the Host check on every request, /health (status only, no key), /metrics and
+// /v1 behind the optional key, OpenAI-style errors under /v1, and the generation endpoints.
+import type { FastifyInstance } from 'fastify';
+import type { ServerCore } from './core.js';
+import { ApiError, sendApiError, toApiError } from './errors.js';
+import { chatSpec, checkModelName, completionSpec } from './request.js';
+import { chatCompletionBody, completionBody, type ChatCompletionBody, type CompletionBody } from './schemas.js';
+import { serveGeneration } from './serve.js';
+
+export function registerRoutes(app: FastifyInstance, core: ServerCore): void {
+  // Every route, the ones a caller adds to `app` included: a foreign Host is a page the browser
+  // was pointed at us by DNS rebinding.
+  app.addHook('onRequest', async (req, reply) => {
+    const denied = core.guard.checkHost(req.headers.host);
+    if (denied) return sendApiError(reply, denied);
+  });
+
+  // Status only: no key is needed here, so nothing else (paths, load errors) is told.
+  app.get('/health', async (_req, reply) => {
+    const status = core.health();
+    const ok = status === 'ready';
+    if (!ok) reply.header('retry-after', '1');
+    return reply.code(ok ? 200 : 503).send({ status });
+  });
+
+  app.get('/metrics', async (req, reply) => {
+    const denied = core.guard.checkKey(req.headers.authorization);
+    if (denied) return sendApiError(reply, denied);
+    const text = await core.metrics.text();
+    return reply.header('content-type', core.metrics.contentType).send(text);
+  });
+
+  void app.register(async (v1) => registerV1(v1, core), { prefix: '/v1' });
+}
+
+function registerV1(v1: FastifyInstance, core: ServerCore): void {
+  v1.addHook('onRequest', async (req) => {
+    const denied = core.guard.checkKey(req.headers.authorization);
+    if (denied) throw denied;
+  });
+  v1.setErrorHandler((err, req, reply) => {
+    const api = toApiError(err, core.opts.bodyLimitBytes);
+    // Every refusal of a generation request is counted here, whichever step refused it.
+    const endpoint = req.routeOptions.url;
+    if (endpoint === '/v1/chat/completions' || endpoint === '/v1/completions') {
+      core.metrics.request(endpoint, api.status >= 500 ? 'failed' : 'rejected', null);
+    }
+    return sendApiError(reply, api);
+  });
+  v1.setNotFoundHandler((req, reply) =>
+    sendApiError(reply, new ApiError(404, 'invalid_request_error', `unknown endpoint: ${req.method} ${req.url}`, 'unknown_url')),
+  );
+
+  const modelEntry = () => ({ id: core.opts.modelId, object: 'model' as const, created: 0, owned_by: 'bmoe' });
+  v1.get('/models', async () => ({ object: 'list', data: [modelEntry()] }));
+  v1.get<{ Params: { id: string } }>('/models/:id', async (req) => {
+    checkModelName(core, req.params.id, 'id');
+    return modelEntry();
+  });
+  v1.get('/bmoe/status', async () => core.status());
+
+  v1.post<{ Body: ChatCompletionBody }>('/chat/completions', { schema: { body: chatCompletionBody } }, async (req, reply) =>
+    serveGeneration(core, reply, chatSpec(core, req.body)),
+  );
+  v1.post<{ Body: CompletionBody }>('/completions', { schema: { body: completionBody } }, async (req, reply) =>
+    serveGeneration(core, reply, completionSpec(core, req.body)),
+  );
+}

@@ -1,0 +1,90 @@
+// A generation request's turn: it waits in the FIFO queue (429 when the queue is full), leaves it
+// when its client disconnects, holds the model while it generates, and releases it only once the
+// native call has returned, so the next request never overlaps it.
+import type { FastifyReply } from 'fastify';
+import type { ServerCore } from './core.js';
+import { ApiError, shuttingDown } from './errors.js';
+import { respond, type GenerationSpec } from './respond.js';
+import { QueueFullError, TurnCancelledError } from './turns.js';
+
+/** The request's abort signal: fired by its client leaving or by the end of the shutdown grace. */
+interface Watch {
+  readonly signal: AbortSignal;
+  disconnected(): boolean;
+  dispose(): void;
+}
+
+function watchRequest(reply: FastifyReply, shutdown: AbortSignal): Watch {
+  const ac = new AbortController();
+  let disconnected = false;
+  const onClose = (): void => {
+    if (reply.raw.writableFinished) return;
+    disconnected = true;
+    ac.abort();
+  };
+  const onShutdown = (): void => ac.abort();
+  reply.raw.on('close', onClose);
+  shutdown.addEventListener('abort', onShutdown);
+  return {
+    signal: ac.signal,
+    disconnected: () => disconnected,
+    dispose() {
+      reply.raw.off('close', onClose);
+      shutdown.removeEventListener('abort', onShutdown);
+    },
+  };
+}
+
+/** Queue → generate → answer (one JSON body, or SSE chunks). */
+export async function serveGeneration(core: ServerCore, reply: FastifyReply, spec: GenerationSpec): Promise<unknown> {
+  const t0 = performance.now();
+  const session = core.session();
+  const watch = watchRequest(reply, core.shutdownSignal);
+  let release: () => void;
+  try {
+    release = await core.turns.acquire(watch.signal);
+  } catch (err) {
+    watch.dispose();
+    if (err instanceof TurnCancelledError && watch.disconnected()) return leave(core, reply, spec, t0);
+    throw err instanceof QueueFullError ? queueFull(core, err.waiting) : err;
+  }
+  const turnStart = performance.now();
+  try {
+    if (watch.signal.aborted) {
+      // The client left (or shutdown began) just as its turn came.
+      if (watch.disconnected()) return leave(core, reply, spec, t0);
+      throw shuttingDown();
+    }
+    return await respond(session, reply, spec, watch.signal, {
+      metrics: core.metrics,
+      modelId: core.opts.modelId,
+      stream: core.streamOptions(),
+      t0,
+      queueMs: turnStart - t0,
+      isDisconnected: watch.disconnected,
+    });
+  } finally {
+    watch.dispose();
+    core.turnHeld((performance.now() - turnStart) / 1000);
+    release();
+  }
+}
+
+/** A client that left before its generation began: counted, and nothing is sent. */
+function leave(core: ServerCore, reply: FastifyReply, spec: GenerationSpec, t0: number): undefined {
+  core.metrics.request(spec.endpoint, 'disconnected', (performance.now() - t0) / 1000);
+  reply.hijack();
+  return undefined;
+}
+
+function queueFull(core: ServerCore, waiting: number): ApiError {
+  const retry = core.retryAfterSeconds();
+  return new ApiError(
+    429,
+    'rate_limit_error',
+    `the server is busy: ${waiting} requests are waiting for the model (max queue ${core.turns.maxQueue}); retry after ${retry} s`,
+    'queue_full',
+    null,
+    { 'retry-after': String(retry) },
+  );
+}

@@ -1,0 +1,92 @@
+// The answer's shapes: OpenAI's chat.completion / text_completion bodies and chunks, `usage`, and
+// the `bmoe` object built from the generation's structured run summary.
+import { randomBytes } from 'node:crypto';
+import { endOfRunValues, formatEndOfRunLines, type GenerationResult, type ResolvedStreamOptions } from '@bmoe/engine';
+import type { Endpoint } from './metrics.js';
+import type {
+  BmoeResult,
+  BmoeTokenChunk,
+  ChatCompletion,
+  ChatCompletionChunk,
+  Completion,
+  FinishReason,
+  RequestTimings,
+  Usage,
+} from './types.js';
+
+export function usageOf(result: GenerationResult): Usage {
+  return {
+    prompt_tokens: result.promptTokens,
+    completion_tokens: result.generatedTokens,
+    total_tokens: result.promptTokens + result.generatedTokens,
+  };
+}
+
+/**
+ * The `bmoe` object of a finished answer: the run summary, the numbers of the end-of-run lines
+ * (taken from the summary, unrounded) and the lines as `bmoe run` prints them.
+ */
+export function bmoeResult(
+  result: GenerationResult,
+  stream: ResolvedStreamOptions | null,
+  stopReason: BmoeResult['stopReason'],
+  timings: RequestTimings,
+): BmoeResult {
+  const which = { stream: stream !== null, prefetch: (stream?.prefetch ?? 0) > 0 };
+  const values = endOfRunValues(result.summary, which);
+  return {
+    summary: result.summary,
+    generation: values.generation,
+    ...(values.moeStream ? { stream: values.moeStream } : {}),
+    ...(values.moeCache ? { cache: values.moeCache } : {}),
+    ...(values.moePrefetch ? { prefetch: values.moePrefetch } : {}),
+    lines: formatEndOfRunLines(result.summary, which),
+    stopReason,
+    promptTokensReused: result.promptTokensReused,
+    timings,
+  };
+}
+
+type Chunk = ChatCompletionChunk | Completion;
+
+/** One answer's id, creation time and model, and its bodies and chunks for either endpoint. */
+export class ResponseShapes {
+  readonly id: string;
+  readonly created = Math.floor(Date.now() / 1000);
+  private readonly chat: boolean;
+
+  constructor(
+    endpoint: Endpoint,
+    private readonly model: string,
+  ) {
+    this.chat = endpoint === '/v1/chat/completions';
+    this.id = `${this.chat ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
+  }
+
+  /** The first chunk of a chat stream (the assistant's role); null for raw completions. */
+  roleChunk(): ChatCompletionChunk | null {
+    if (!this.chat) return null;
+    const { id, created, model } = this;
+    return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }] };
+  }
+
+  /** A stream chunk: a token's text with its metrics, or the last one with finish reason, usage and the result. */
+  chunk(text: string | null, bmoe?: BmoeTokenChunk | BmoeResult, finish: FinishReason | null = null, usage?: Usage): Chunk {
+    const { id, created, model } = this;
+    const extra = { ...(usage ? { usage } : {}), ...(bmoe ? { bmoe } : {}) };
+    if (this.chat) {
+      const delta = text === null ? {} : { content: text };
+      return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...extra };
+    }
+    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text: text ?? '', finish_reason: finish, logprobs: null }], ...extra };
+  }
+
+  /** The whole answer as one JSON body. */
+  body(text: string, finish: FinishReason, usage: Usage, bmoe: BmoeResult): ChatCompletion | Completion {
+    const { id, created, model } = this;
+    if (this.chat) {
+      return { id, object: 'chat.completion', created, model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish, logprobs: null }], usage, bmoe };
+    }
+    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text, finish_reason: finish, logprobs: null }], usage, bmoe };
+  }
+}
