@@ -1,10 +1,12 @@
 // loadModel: validate options, validate the file in JS (bad files never reach C++), then load it
 // natively. A Model hands out Sessions and closes them with itself.
-import type { NativeKvOverride, NativeModel, NativeModelInfo, NativeModelParams, NativeStreamInfo, NativeStreamParams } from '@bmoe/core-native';
+import type { NativeModel, NativeModelInfo, NativeStreamInfo } from '@bmoe/core-native';
 import { readProcessReadBytes } from './system.js';
 import { BmoeError, messageOf } from './errors.js';
 import { headerInfo, readModelFile, type ModelHeaderInfo } from './inspect.js';
 import { nativeBinding } from './native.js';
+import { opt, optionError } from './options/errors.js';
+import { nativeContextParams, nativeModelParams } from './options/native.js';
 import {
   resolveLoadOptions,
   resolveSessionOptions,
@@ -51,24 +53,10 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
   if (typeof path !== 'string' || path.length === 0) throw new BmoeError('E_OPTION', 'path must be a non-empty string');
   const opts = resolveLoadOptions(options);
   const header = headerInfo(await readModelFile(path), opts.nExpertUsed);
-  const kvOverrides: NativeKvOverride[] =
-    opts.nExpertUsed === null ? [] : [{ key: `${header.architecture}.expert_used_count`, type: 'int', value: opts.nExpertUsed }];
   if (opts.stream) checkStreamable(header, opts);
 
   const binding = await nativeBinding();
-  const stream: NativeStreamParams | undefined = opts.stream
-    ? {
-        cacheMb: opts.stream.cacheMb,
-        ...(opts.stream.cacheCeilMb !== null ? { cacheCeilMb: opts.stream.cacheCeilMb } : {}),
-        ioThreads: opts.stream.ioThreads,
-        overlap: opts.stream.overlap,
-        prefetch: opts.stream.prefetch,
-        odirect: opts.stream.odirect,
-        denseWeights: opts.stream.denseWeights,
-        forceCache: opts.stream.forceCache,
-      }
-    : undefined;
-  const params: NativeModelParams = { path, useMmap: opts.useMmap, repack: opts.repack, kvOverrides, ...(stream ? { stream } : {}) };
+  const params = nativeModelParams(path, opts, header.architecture);
   let native: NativeModel;
   const read0 = readProcessReadBytes();
   const t0 = performance.now();
@@ -85,9 +73,9 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
 
 function checkStreamable(shape: ModelHeaderInfo, opts: ResolvedLoadOptions): void {
   if (shape.expertBytes === 0) {
-    throw new BmoeError('E_OPTION', `stream.moeStream needs a mixture-of-experts model, ${shape.path} has no expert tensors`);
+    throw optionError`${opt('stream.moeStream')} needs a mixture-of-experts model, ${shape.path} has no expert tensors`;
   }
-  if (!opts.useMmap) throw new BmoeError('E_OPTION', 'stream.moeStream requires useMmap: true (experts are rebound inside the mapping)');
+  if (!opts.useMmap) throw optionError`${opt('stream.moeStream')} requires ${opt('useMmap', true)} (experts are rebound inside the mapping)`;
 }
 
 class ModelImpl implements Model {
@@ -104,12 +92,7 @@ class ModelImpl implements Model {
     const opts = resolveSessionOptions(options, this.info.options);
     let context;
     try {
-      context = this.native.createContext({
-        nCtx: opts.contextSize,
-        nBatch: opts.batchSize,
-        nUbatch: opts.ubatchSize,
-        threads: opts.threads,
-      });
+      context = this.native.createContext(nativeContextParams(opts));
     } catch (err) {
       throw new BmoeError('E_MODEL', `could not create a context (contextSize ${opts.contextSize}): ${messageOf(err)}`, { cause: err });
     }

@@ -4,6 +4,8 @@ import type { NativeChatMessage, NativeContext, NativeModel, NativePrepareInput 
 import { BmoeError, messageOf } from './errors.js';
 import { GenerationImpl, type Generation, type GenerationDeps, type GenerationResult } from './generation.js';
 import { resolveGenerateOptions, type GenerateOptions, type ResolvedLoadOptions } from './options.js';
+import { opt, optionError } from './options/errors.js';
+import { nativeGenerateParams, nativePrepareOptions } from './options/native.js';
 
 export interface ChatMessage {
   /** 'system' | 'user' | 'assistant' (or any role the model's template knows). */
@@ -100,7 +102,7 @@ export class SessionImpl implements Session {
     this.ensureUsable();
     const opts = resolveGenerateOptions(options);
     const prompt: NativePrepareInput =
-      typeof input === 'string' ? { text: input } : { messages: checkMessages(input), chatml: opts.chatml, think: opts.think };
+      typeof input === 'string' ? { text: input } : { messages: checkMessages(input), ...nativePrepareOptions(opts) };
     const { model, context: ctx } = this.deps;
     const { contextSize } = this.deps.options;
     // Busy before the generation starts: an already-aborted signal settles inside the constructor.
@@ -116,13 +118,12 @@ export class SessionImpl implements Session {
         const tokens = await prepare(model, prompt);
         deps.promptTokens = tokens.length;
         if (tokens.length >= contextSize) {
-          throw new BmoeError('E_OPTION', `the prompt is ${tokens.length} tokens but the context holds ${contextSize} (contextSize)`);
+          throw optionError`the prompt is ${tokens.length} tokens but the context holds ${contextSize} (${opt('contextSize')})`;
         }
         // An abort while the prompt was prepared must not be cleared by the native generate().
         if (stopped) return { stopReason: 'abort', promptTokens: tokens.length, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
-        const sampling = { temperature: opts.temperature, topK: opts.topK, topP: opts.topP, seed: opts.seed };
         try {
-          return await ctx.generate({ tokens, maxTokens: opts.maxTokens, sampling, logits: opts.logits }, onToken);
+          return await ctx.generate({ tokens, ...nativeGenerateParams(opts) }, onToken);
         } catch (err) {
           const changed = model.fileStatus();
           throw changed ? new BmoeError('E_MODEL_CHANGED', changed, { cause: err }) : err;

@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { leafKey, nativeBounds, optionByFlag } from '../src/options/index.js';
 
-const SRC = fileURLToPath(new URL('../../core-native/src', import.meta.url));
+const NATIVE = fileURLToPath(new URL('../../core-native', import.meta.url));
+const SRC = join(NATIVE, 'src');
 
 function cppFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -38,11 +39,11 @@ interface CppRead {
 /** Every `opt_int(obj, "key", def, lo, hi)` of the addon sources, by key. */
 function cppReads(): Map<string, CppRead[]> {
   const reads = new Map<string, CppRead[]>();
-  for (const file of cppFiles(SRC)) {
+  for (const file of [...cppFiles(SRC), ...cppFiles(join(NATIVE, 'include'))]) {
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(/opt_int\(\s*\w+\s*,\s*"(\w+)"\s*,([^,]+),([^,]+),([^)]+)\)/g)) {
       const list = reads.get(m[1]!) ?? [];
-      list.push({ file: file.slice(SRC.length + 1), def: m[2]!, lo: m[3]!, hi: m[4]! });
+      list.push({ file: file.slice(NATIVE.length + 1), def: m[2]!, lo: m[3]!, hi: m[4]! });
       reads.set(m[1]!, list);
     }
   }
@@ -54,7 +55,7 @@ describe('native bounds', () => {
 
   it.each(nativeBounds().map((b) => [b.key, b] as const))('%s: C++ reads it with the same default and range', (_key, b) => {
     const found = reads.get(leafKey(b.nativeKey));
-    expect(found, `no opt_int(…, "${leafKey(b.nativeKey)}", …) in core-native/src`).toBeDefined();
+    expect(found, `no opt_int(…, "${leafKey(b.nativeKey)}", …) in core-native/src or include`).toBeDefined();
     for (const r of found!) {
       expect({ lo: cppInt(r.lo), hi: cppInt(r.hi) }, r.file).toEqual({ lo: b.min, hi: b.max });
       if (b.default !== null) expect(cppInt(r.def), r.file).toBe(b.default);
