@@ -8,21 +8,25 @@ export interface NativeKvOverride {
   value: number | boolean | string;
 }
 
-/** Expert streaming (`--moe-stream`); present = on. Names match the CLI flags. */
+/**
+ * Expert streaming (`--moe-stream`); present = on. Every key is a row of @bmoe/engine's option
+ * table (options/table.ts), which holds its flag, range and default (`nativeBounds()`, tested
+ * against the addon's readers): they are not repeated here.
+ */
 export interface NativeStreamParams {
   /** Expert cache budget in MiB, 0 = no cache, or 'auto' (MemAvailable minus a floor, capped). */
   cacheMb: number | 'auto';
   /** Ceiling for 'auto', MiB; 0 = none. */
   cacheCeilMb?: number;
-  /** MemAvailable that 'auto' leaves to the system, MiB. Default 1024. */
+  /** MemAvailable that 'auto' leaves to the system, MiB (not exposed by the engine API). */
   cacheFloorMb?: number;
-  /** Read lanes. Default 4. */
+  /** Read lanes. */
   ioThreads?: number;
   /** Hide reads behind expert compute (needs patch 0002; see buildInfo().overlapSupported). */
   overlap?: boolean;
   /** Speculative read-ahead depth; 0 = off. */
   prefetch?: number;
-  /** Read with O_DIRECT (default true); buffered reads otherwise. */
+  /** Read with O_DIRECT; buffered reads otherwise. */
   odirect?: boolean;
   /** How non-expert weights are held: the file mapping, or copied into anonymous memory. */
   denseWeights?: 'mmap' | 'anon';
@@ -45,11 +49,12 @@ export interface NativeStreamInfo {
   totalMisses: number;
 }
 
+/** loadModel's parameters; the option keys are rows of @bmoe/engine's option table (defaults and ranges there). */
 export interface NativeModelParams {
   path: string;
-  /** Map the file (llama.cpp `use_mmap`). Default true. */
+  /** Map the file (llama.cpp `use_mmap`). */
   useMmap?: boolean;
-  /** Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off). Default false. */
+  /** Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off). */
   repack?: boolean;
   kvOverrides?: NativeKvOverride[];
   stream?: NativeStreamParams;
@@ -74,6 +79,7 @@ export interface NativeModelInfo {
   meta: Record<string, string>;
 }
 
+/** createContext's parameters: the table's `context` rows (nCtx = contextSize, ...). */
 export interface NativeContextParams {
   nCtx: number;
   nBatch: number;
@@ -81,6 +87,7 @@ export interface NativeContextParams {
   threads: number;
 }
 
+/** The table's sampling rows (`sampling.*` native keys). */
 export interface NativeSampling {
   /** 0 = greedy (argmax). */
   temperature: number;

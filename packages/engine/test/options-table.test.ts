@@ -1,6 +1,7 @@
 // The option table is the one definition: the API interfaces have exactly its keys, the resolvers
 // fill exactly its defaults and enforce exactly its ranges, the native parameter objects carry
 // its native keys, and its errors can be told in flags.
+import type { NativeContextParams, NativeGenerateRequest, NativeModelParams, NativeSampling, NativeStreamParams } from '@bmoe/core-native';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { BmoeError } from '../src/errors.js';
 import {
@@ -15,6 +16,7 @@ import {
   nativePrepareOptions,
   optionRows,
   type ApiKeysOf,
+  type NativeKeysOf,
   type OptionRow,
 } from '../src/options/index.js';
 import {
@@ -44,6 +46,15 @@ describe('the option table', () => {
     expectTypeOf<`stream.${keyof StreamOptions}`>().toEqualTypeOf<ApiKeysOf<'stream'>>();
     expectTypeOf<ApiKeysOf<'context'> | ApiKeysOf<'session'>>().toEqualTypeOf<keyof SessionOptions>();
     expectTypeOf<ApiKeysOf<'generate'>>().toEqualTypeOf<Top<GenerateOptions>>();
+  });
+
+  it("has exactly the binding's parameter keys as native keys (checked by the type checker)", () => {
+    // Top-k travels as a kvOverrides entry (its own mechanism).
+    type ModelKeys = Exclude<keyof NativeModelParams, 'path' | 'kvOverrides'> | `stream.${keyof NativeStreamParams}`;
+    expectTypeOf<ModelKeys>().toEqualTypeOf<Exclude<NativeKeysOf<'model'>, `kvOverrides.${string}`>>();
+    expectTypeOf<NativeKeysOf<'context'>>().toEqualTypeOf<keyof NativeContextParams>();
+    type GenerateKeys = Exclude<keyof NativeGenerateRequest, 'tokens' | 'sampling'> | `sampling.${keyof NativeSampling}`;
+    expectTypeOf<NativeKeysOf<'generate'>>().toEqualTypeOf<GenerateKeys>();
   });
 
   it('has one row per key and per flag, and a default each row value accepts', () => {

@@ -13,6 +13,7 @@ export {
   type ApiKeysOf,
   type NativeBound,
   type NativeKey,
+  type NativeKeysOf,
   type NativeParams,
   type OptionGroup,
   type OptionKey,

@@ -202,6 +202,9 @@ type Row = (typeof OPTION_TABLE)[number];
 /** Every option's key ('threads', 'stream.ioThreads', ...). */
 export type OptionKey = Row['key'];
 
+/** The native keys of the rows that travel in the binding's `params` object ('stream.ioThreads', 'nCtx', ...). */
+export type NativeKeysOf<P extends NativeParams> = Extract<Row, { native: { params: P } }>['native']['key'];
+
 /** The keys of a group that the JS API exposes (rows with `api: false` left out). */
 export type ApiKeysOf<G extends OptionGroup> = Exclude<Extract<Row, { group: G }>, { api: false }>['key'];
 
