@@ -11,6 +11,40 @@ const MAX_TOKENS = Number.parseInt(params.get('max_tokens') ?? '', 10) || 256;
 const TEMPERATURE = params.has('temperature') ? Number(params.get('temperature')) : undefined;
 const POLL_MS = 2000;
 
+// ---- API key --------------------------------------------------------------------------------
+// `bmoe-demo --api-key K` prints (and opens) http://127.0.0.1:8080/#key=K: the fragment never
+// leaves the browser; the page keeps the key and sends it as a bearer token on /api and /v1.
+
+const KEY_STORE = 'bmoe-demo-key';
+const keyInHash = new URLSearchParams(location.hash.slice(1)).get('key');
+if (keyInHash) {
+  localStorage.setItem(KEY_STORE, keyInHash);
+  history.replaceState(null, '', location.pathname + location.search);
+}
+let askedForKey = false;
+
+function authHeaders(extra = {}) {
+  const key = localStorage.getItem(KEY_STORE);
+  return key ? { ...extra, authorization: `Bearer ${key}` } : extra;
+}
+
+/** A 401: the demo wants a key this page does not have (or has wrong); ask once per page load. */
+function askForKey() {
+  if (askedForKey) return false;
+  askedForKey = true;
+  const key = window.prompt('This bmoe demo needs its API key (the one given to bmoe-demo --api-key):');
+  if (!key) return false;
+  localStorage.setItem(KEY_STORE, key.trim());
+  return true;
+}
+
+/** fetch with the key; on a 401, asks for the key once and tries again. */
+async function apiFetch(url, init = {}) {
+  let res = await fetch(url, { ...init, headers: authHeaders(init.headers) });
+  if (res.status === 401 && askForKey()) res = await fetch(url, { ...init, headers: authHeaders(init.headers) });
+  return res;
+}
+
 const $ = (id) => document.getElementById(id);
 const el = {
   modelButton: $('model-button'),
@@ -151,9 +185,9 @@ function drawChart() {
 // ---- state, models ------------------------------------------------------------------------
 
 async function getJson(url, init) {
-  const res = await fetch(url, init);
+  const res = await apiFetch(url, init);
   const body = await res.json().catch(() => null);
-  if (!res.ok) throw new Error(body?.error?.message ?? body?.message ?? `${url}: HTTP ${res.status}`);
+  if (!res.ok) throw Object.assign(new Error(body?.error?.message ?? body?.message ?? `${url}: HTTP ${res.status}`), { status: res.status });
   return body;
 }
 
@@ -195,8 +229,13 @@ function hintFor(s) {
 async function refreshState() {
   try {
     state = await getJson('/api/state');
-  } catch {
-    return; // the next poll retries
+  } catch (err) {
+    // A missing key is said in the page; anything else, the next poll retries.
+    if (err.status === 401) {
+      el.empty.hidden = false;
+      el.empty.textContent = `${err.message}. Open the address bmoe-demo printed (it ends in #key=…).`;
+    }
+    return;
   }
   renderState();
 }
@@ -362,7 +401,7 @@ async function send(text) {
   let usage = null;
   let stopped = false;
   try {
-    const res = await fetch('/v1/chat/completions', {
+    const res = await apiFetch('/v1/chat/completions', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ messages, stream: true, max_tokens: MAX_TOKENS, temperature: TEMPERATURE }),

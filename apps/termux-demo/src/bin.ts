@@ -3,7 +3,7 @@
 // the settings each would load with, or probe a folder for O_DIRECT (setup.sh uses the last two).
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 
 const require = createRequire(import.meta.url);
 const { version } = require('../package.json') as { version: string };
@@ -34,10 +34,20 @@ function openBrowser(url: string): void {
   child.unref();
 }
 
+/** `a.lan, b.lan` → ['a.lan', 'b.lan']. */
+function hostList(value: string): string[] {
+  return value
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
+}
+
 interface StartFlags {
   models?: string;
   model?: string;
   host: string;
+  allowedHosts?: string[];
+  apiKey?: string;
   port: number;
   maxQueue?: number;
   open?: boolean;
@@ -53,14 +63,19 @@ async function start(flags: StartFlags): Promise<void> {
     host: flags.host,
     port: flags.port,
     log,
+    // An empty BMOE_API_KEY means none.
+    ...(flags.apiKey ? { apiKey: flags.apiKey } : {}),
+    ...(flags.allowedHosts ? { allowedHosts: flags.allowedHosts } : {}),
     ...(flags.model !== undefined ? { model: flags.model } : {}),
     ...(flags.maxQueue !== undefined ? { maxQueue: flags.maxQueue } : {}),
   }).catch((err: unknown) => fail(err instanceof Error ? err.message : String(err)));
-  if (flags.host !== '127.0.0.1' && flags.host !== 'localhost' && flags.host !== '::1') {
-    log(`warning: listening on ${flags.host}: anyone who can reach this address can use the model`);
+  if (flags.host !== '127.0.0.1' && flags.host !== 'localhost' && flags.host !== '::1' && !flags.apiKey) {
+    log(`warning: listening on ${flags.host}: anyone who can reach this address can use the model (set --api-key)`);
   }
-  process.stdout.write(`bmoe demo: open ${demo.url} in the phone's browser (models: ${modelsDir}; Ctrl-C stops)\n`);
-  if (flags.open) openBrowser(demo.url);
+  // The page takes the key from the address's fragment (never sent to a server) and keeps it.
+  const pageUrl = flags.apiKey ? `${demo.url}#key=${encodeURIComponent(flags.apiKey)}` : demo.url;
+  process.stdout.write(`bmoe demo: open ${pageUrl} in the phone's browser (models: ${modelsDir}; Ctrl-C stops)\n`);
+  if (flags.open) openBrowser(pageUrl);
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
@@ -114,6 +129,8 @@ const program = new Command('bmoe-demo')
   .option('--models <dir>', 'folder of GGUF models (default: $BMOE_MODELS_DIR or ~/bmoe/models)')
   .option('--model <file>', "model to load first: a file name in the folder or a path (default: the folder's first)")
   .option('--host <addr>', 'interface to listen on', '127.0.0.1')
+  .option('--allowed-hosts <names>', 'Host names to answer besides localhost, 127.0.0.1, [::1] and --host (comma-separated); others get 403', hostList)
+  .addOption(new Option('--api-key <key>', 'require Authorization: Bearer <key> on /api, /v1 and /metrics (the page is opened with it)').env('BMOE_API_KEY'))
   .option('--port <n>', 'port of the page and the API', port, 8080)
   .option('--max-queue <n>', 'requests allowed to wait behind the running one', nonNegativeInt)
   .option('--open', "open the page in the phone's browser (termux-open-url)")

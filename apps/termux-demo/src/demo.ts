@@ -8,11 +8,11 @@ import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import { readDeviceSensors, type DeviceSensors } from '@bmoe/engine';
-import { createServer, type BmoeServer } from '@bmoe/server';
+import { DEFAULT_BODY_LIMIT_BYTES, createRequestGuard, createServer, type BmoeServer, type RequestGuard } from '@bmoe/server';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { readDeviceFacts } from './device.js';
 import { describeModelFile, listModels, type ModelEntry } from './models.js';
-import { forward, sendError } from './proxy.js';
+import { forward, isHealth, isModelApi, needsKey, sendApiError, sendError, sendJson } from './proxy.js';
 import type { DeviceFacts } from './settings.js';
 
 /** The page's files, shipped in the package next to dist/. */
@@ -28,6 +28,16 @@ export interface DemoOptions {
   model?: string;
   /** Interface to listen on. Default '127.0.0.1' (loopback only). */
   host?: string;
+  /**
+   * Host names to answer besides localhost, 127.0.0.1, [::1] and `host` (any other Host header is
+   * a page reaching the demo by DNS rebinding: 403). Default: none.
+   */
+  allowedHosts?: string[];
+  /**
+   * When set, /api/*, /v1/* and /metrics need `Authorization: Bearer <apiKey>` (the page sends the
+   * key it was opened with: `http://127.0.0.1:8080/#key=<apiKey>`). Default: none.
+   */
+  apiKey?: string;
   /** Port of the page and the API. Default 8080; 0 picks a free one. */
   port?: number;
   /** Requests allowed to wait behind the running one. Default: @bmoe/server's. */
@@ -74,11 +84,6 @@ class SelectError extends Error {
   }
 }
 
-/** Paths answered by the model server. */
-function isModelApi(url: string): boolean {
-  return url.startsWith('/v1/') || url === '/v1' || url === '/health' || url === '/metrics' || url.startsWith('/health?') || url.startsWith('/metrics?');
-}
-
 export async function startDemo(options: DemoOptions): Promise<Demo> {
   const modelsDir = resolve(options.modelsDir);
   const host = options.host ?? '127.0.0.1';
@@ -120,6 +125,7 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
         load: entry.settings.load,
         host: '127.0.0.1',
         port: 0,
+        ...(options.apiKey ? { apiKey: options.apiKey } : {}),
         // Switching models or stopping the demo aborts a running generation at once.
         shutdownGraceMs: 0,
         ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
@@ -161,13 +167,16 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
     return { done: loading };
   }
 
+  const guard = createRequestGuard({ host, allowedHosts: options.allowedHosts ?? [], apiKey: options.apiKey ?? null });
   const web = Fastify({
     logger: false,
     serverFactory: (handler) =>
       createHttpServer((req: IncomingMessage, res: ServerResponse) => {
         const url = req.url ?? '/';
+        if (refuse(guard, req, res)) return;
         if (!isModelApi(url)) return handler(req, res);
-        if (current) return forward(req, res, current.target);
+        if (current) return forward(req, res, current.target, { bodyLimitBytes: DEFAULT_BODY_LIMIT_BYTES });
+        if (isHealth(url)) return sendJson(res, 503, { status: name }, { 'retry-after': '1' });
         const why = name === 'loading' ? `the model is loading (${loadingFile ?? ''})` : name === 'error' ? `no model is loaded: ${error ?? ''}` : `no model is loaded: put a GGUF in ${modelsDir} and pick it in the page`;
         sendError(res, 503, why, 'model_not_ready');
       }),
@@ -210,6 +219,16 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
       if (c) await c.server.close();
     },
   };
+}
+
+/**
+ * Answers (and returns true) a request from a foreign Host (DNS rebinding: 403) or, when a key is
+ * set, one without it on a guarded path (401). The page's files and /health need no key.
+ */
+function refuse(guard: RequestGuard, req: IncomingMessage, res: ServerResponse): boolean {
+  const denied = guard.checkHost(req.headers.host) ?? (needsKey(req.url ?? '/') ? guard.checkKey(req.headers.authorization) : null);
+  if (denied) sendApiError(res, denied);
+  return denied !== null;
 }
 
 /** `--model`: a file name of the folder, or any path. */

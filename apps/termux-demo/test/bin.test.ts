@@ -2,6 +2,7 @@
 // an empty models folder, and one-line errors.
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,9 +17,11 @@ interface Result {
   stderr: string;
 }
 
-function bmoeDemo(args: string[], onStdout?: (text: string, kill: () => void) => void): Promise<Result> {
+function bmoeDemo(args: string[], onStdout?: (text: string, kill: () => void) => void, env: NodeJS.ProcessEnv = {}): Promise<Result> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const childEnv = { ...process.env, ...env };
+    if (!('BMOE_API_KEY' in env)) delete childEnv.BMOE_API_KEY;
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
@@ -33,6 +36,42 @@ function bmoeDemo(args: string[], onStdout?: (text: string, kill: () => void) =>
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/**
+ * A GET as a browser sends it after a page's DNS name was rebound to this machine: to 127.0.0.1,
+ * with the page's name in Host.
+ */
+function getAs(url: string, host: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers: { ...headers, host } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject).end();
+  });
+}
+
+/** Runs `bmoe-demo` on an empty folder, hands its printed address to `check`, then stops it. */
+async function withDemo(args: string[], env: NodeJS.ProcessEnv, check: (printed: string) => Promise<void>): Promise<Result> {
+  let failure: unknown = null;
+  let started = false;
+  const r = await bmoeDemo(
+    ['--models', empty, '--port', '0', ...args],
+    (out, kill) => {
+      const m = /open (http:\/\/127\.0\.0\.1:\d+\/\S*)/.exec(out);
+      if (!m?.[1] || started) return;
+      started = true;
+      void check(m[1])
+        .catch((err: unknown) => (failure = err))
+        .finally(kill);
+    },
+    env,
+  );
+  if (failure) throw failure;
+  expect(started, r.stderr).toBe(true);
+  return r;
 }
 
 let empty: string;
@@ -91,6 +130,56 @@ describe('bmoe-demo', () => {
     expect(status).toBe(503);
     expect(body!.error.message).toBe(`no model is loaded: put a GGUF in ${empty} and pick it in the page`);
     expect(r.stderr).toContain(`no GGUF in ${empty} yet`);
+  });
+
+  it('refuses a foreign Host (DNS rebinding) with 403 on the page, the picker API and the model API', async () => {
+    const r = await withDemo([], {}, async (printed) => {
+      const url = new URL(printed);
+      for (const path of ['/', '/api/state', '/v1/models', '/health']) {
+        const foreign = await getAs(new URL(path, url).href, `rebound.example:${url.port}`);
+        expect(foreign.status, path).toBe(403);
+        expect(JSON.parse(foreign.body)).toMatchObject({ error: { code: 'host_not_allowed', message: expect.stringMatching(/^the Host 'rebound\.example:\d+' is not one of/) } });
+        expect((await getAs(new URL(path, url).href, `localhost:${url.port}`)).status, path).not.toBe(403);
+      }
+    });
+    expect(r.code, r.stderr).toBe(0);
+  });
+
+  it('answers the names given with --allowed-hosts', async () => {
+    const r = await withDemo(['--allowed-hosts', 'phone.lan, other.lan'], {}, async (printed) => {
+      const url = new URL(printed);
+      expect((await getAs(new URL('/api/state', url).href, `phone.lan:${url.port}`)).status).toBe(200);
+      expect((await getAs(new URL('/api/state', url).href, 'rebound.example')).status).toBe(403);
+    });
+    expect(r.code, r.stderr).toBe(0);
+  });
+
+  it.each([
+    ['--api-key', ['--api-key', 'sekret'], {}],
+    ['BMOE_API_KEY', [], { BMOE_API_KEY: 'sekret' }],
+  ])('with %s, /api, /v1 and /metrics need the key; the page, and /health (status only), do not', async (_how, args, env) => {
+    const r = await withDemo(args, env, async (printed) => {
+      // The printed address carries the key in its fragment, for the page to pick up.
+      expect(printed).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/#key=sekret$/);
+      const url = new URL(printed);
+      const get = (path: string, headers: Record<string, string> = {}) => fetch(new URL(path, url), { headers });
+      const bearer = { authorization: 'Bearer sekret' };
+      for (const path of ['/api/state', '/api/models', '/v1/models', '/metrics']) {
+        const none = await get(path);
+        expect(none.status, path).toBe(401);
+        expect(((await none.json()) as { error: { code: string } }).error.code).toBe('invalid_api_key');
+        expect((await get(path, { authorization: 'Bearer guess' })).status, path).toBe(401);
+      }
+      expect((await get('/api/state', bearer)).status).toBe(200);
+      expect((await get('/v1/models', bearer)).status).toBe(503); // no model in the folder
+      expect((await get('/')).status).toBe(200);
+      const health = await get('/health');
+      expect(health.status).toBe(503);
+      const text = await health.text();
+      expect(JSON.parse(text)).toEqual({ status: 'empty' });
+      expect(text).not.toContain(empty);
+    });
+    expect(r.code, r.stderr).toBe(0);
   });
 
   it('says in one line when the port is taken', async () => {

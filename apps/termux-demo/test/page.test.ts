@@ -1,7 +1,9 @@
 // The page in Debian's headless Chromium (playwright-core, /usr/bin/chromium) at a phone
 // viewport, against the demo serving the tiny fixtures through the real @bmoe/server: a message
 // streams tokens, the live panel fills with the server's numbers, Stop aborts the generation on
-// the server, and the picker lists the folder's models and switches between them.
+// the server, and the picker lists the folder's models and switches between them. Then what a
+// hostile page or client meets: a browser sent by DNS rebinding gets 403, a body over the limit
+// gets the server's 413 through the forwarder, and a demo with a key serves the page that has it.
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +14,7 @@ import { chooseSettings } from '../src/settings.js';
 import { fixture, streamingDevice } from './fixtures.js';
 
 const CHROMIUM = process.env.BMOE_CHROMIUM ?? '/usr/bin/chromium';
+const REBOUND = 'rebound.example';
 
 let dir: string;
 let demo: Demo;
@@ -26,7 +29,8 @@ beforeAll(async () => {
   demo = await startDemo({ modelsDir: dir, port: 0, device: await streamingDevice(fixture('tiny-qwen3moe')) });
   const s = await demo.settled();
   expect(s.state, s.error ?? '').toBe('ready');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  // rebound.example resolves to this machine, as a DNS-rebinding attacker's name would.
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', `--host-resolver-rules=MAP ${REBOUND} 127.0.0.1`] });
   const context = await browser.newContext({ viewport: { width: 360, height: 800 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
   page = await context.newPage();
   // Every request must stay on the demo's own origin (no CDN, no network beyond loopback).
@@ -168,5 +172,70 @@ describe('the chat page at 360×800', () => {
 
   it('asked for no resource beyond its own origin', () => {
     expect(foreign).toEqual([]);
+  });
+});
+
+describe('what a hostile page or client meets', () => {
+  it('a browser that reached the demo by a foreign name (DNS rebinding) gets 403, not the page', async () => {
+    const context = await browser.newContext();
+    try {
+      const rebound = await context.newPage();
+      const res = await rebound.goto(`http://${REBOUND}:${new URL(demo.url).port}/`);
+      expect(res?.status()).toBe(403);
+      expect(JSON.parse(await res!.text())).toMatchObject({ error: { code: 'host_not_allowed' } });
+      const api = await rebound.evaluate(async () => (await fetch('/api/state')).status);
+      expect(api).toBe(403);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it("a body over the server's limit gets the server's 413 through the forwarder, with or without a length", async () => {
+    const url = new URL('/v1/chat/completions', demo.url);
+    const big = JSON.stringify({ messages: [{ role: 'user', content: 'x'.repeat(10 * 1024 * 1024) }] });
+    const sized = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+    expect(sized.status).toBe(413);
+    expect(await sized.json()).toEqual({ error: { message: 'the request body is larger than the limit of 1048576 bytes', type: 'invalid_request_error', param: null, code: 'request_too_large' } });
+    const bytes = new TextEncoder().encode(big);
+    const chunked = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let at = 0; at < bytes.length; at += 64 * 1024) c.enqueue(bytes.subarray(at, at + 64 * 1024));
+        c.close();
+      },
+    });
+    const unsized = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chunked, duplex: 'half' } as RequestInit);
+    expect(unsized.status).toBe(413);
+    expect(((await unsized.json()) as { error: { code: string } }).error.code).toBe('request_too_large');
+    // The demo still serves.
+    const ok = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 }) });
+    expect(ok.status).toBe(200);
+  });
+
+  it('a demo with an API key serves the page opened with it, and asks a page without it', async () => {
+    const keyed = await startDemo({ modelsDir: dir, port: 0, apiKey: 'sekret', device: await streamingDevice(fixture('tiny-qwen3moe')) });
+    const context = await browser.newContext({ viewport: { width: 360, height: 800 } });
+    try {
+      expect((await keyed.settled()).state).toBe('ready');
+      expect((await fetch(new URL('/api/state', keyed.url))).status).toBe(401);
+      expect((await fetch(new URL('/v1/models', keyed.url))).status).toBe(401);
+      const withKey = await context.newPage();
+      await withKey.goto(`${keyed.url}?temperature=0&max_tokens=4#key=sekret`);
+      await expect.poll(() => withKey.locator('#model-mode').innerText()).toBe('streaming');
+      // The key leaves the address bar (it stays in the page's storage).
+      expect(new URL(withKey.url()).hash).toBe('');
+      await withKey.locator('#input').fill('Hello');
+      await withKey.locator('#send').click();
+      await expect.poll(() => withKey.locator('.msg.assistant').last().getAttribute('data-done'), { timeout: 60_000 }).toBe('complete');
+      expect(await withKey.locator('.msg.assistant .stats').last().innerText()).toMatch(/^4 tokens/);
+
+      const stranger = await browser.newPage();
+      stranger.on('dialog', (d) => void d.dismiss());
+      await stranger.goto(keyed.url);
+      await expect.poll(() => stranger.locator('#empty').innerText()).toMatch(/^missing API key.*#key=/);
+      await stranger.close();
+    } finally {
+      await context.close();
+      await keyed.close();
+    }
   });
 });
