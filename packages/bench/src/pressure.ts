@@ -14,14 +14,19 @@ export interface PressureSample {
   processPeakRssBytes: number | null;
 }
 
-/** VmHWM of a process, bytes (its RSS high-water mark), or null. */
-export function readProcessPeakRss(pid: number): number | null {
+/** A memory field of /proc/PID/status (VmRSS: resident now; VmHWM: its peak so far), bytes, or null (not Linux, gone). */
+export function readProcessMemory(pid: number, field: 'VmRSS' | 'VmHWM'): number | null {
   try {
-    const m = /^VmHWM:\s+(\d+)\s*kB/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
+    const m = new RegExp(`^${field}:\\s+(\\d+)\\s*kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
     return m?.[1] ? Number(m[1]) * 1024 : null;
   } catch {
     return null;
   }
+}
+
+/** VmHWM of a process, bytes (its RSS high-water mark), or null. */
+export function readProcessPeakRss(pid: number): number | null {
+  return readProcessMemory(pid, 'VmHWM');
 }
 
 /** Battery temperature from Termux:API's `termux-battery-status` JSON, or null (not installed, denied, slow). */

@@ -1,7 +1,7 @@
 // The server under soak: `bmoe serve` as its own process on 127.0.0.1 and a free port, so its RSS
 // is its own and a crash (a signal, an abort) is seen from outside instead of taking the soak down.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readProcessMemory } from './pressure.js';
 
 export interface ServeProcessOptions {
   /** argv prefix that runs `bmoe`. */
@@ -36,12 +36,7 @@ const TAIL_LINES = 20;
 
 /** The process's resident set (VmRSS) from /proc, bytes; null where unreadable (not Linux, gone). */
 export function readRssBytes(pid: number): number | null {
-  try {
-    const m = /^VmRSS:\s+(\d+)\s*kB/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
-    return m?.[1] ? Number(m[1]) * 1024 : null;
-  } catch {
-    return null;
-  }
+  return readProcessMemory(pid, 'VmRSS');
 }
 
 const oneLine = (lines: string[]): string => lines.slice(-3).join(' | ');

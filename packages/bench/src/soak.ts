@@ -12,7 +12,7 @@ export interface SoakOptions {
   /** argv prefix that runs `bmoe`. */
   bmoe: string[];
   model: string;
-  /** How long clients keep sending, s. Default 60. */
+  /** How long clients keep sending, s (each client sends every kind once, however long that takes). Default 60. */
   seconds?: number;
   /** Concurrent clients. Default 4. */
   clients?: number;
@@ -146,7 +146,8 @@ async function drive(o: SoakOptions, server: ServeProcess, client: OpenAI, model
   await Promise.all(
     Array.from({ length: p.clients }, async (_, i) => {
       const ctx: RequestContext = { url: server.url, client, model, random: prng(p.seed + i), timeoutMs, stop: stop.signal };
-      for (let n = 0; Date.now() < deadline && !stop.signal.aborted; n++) {
+      // Every kind once first (each client in its own order, even past the deadline), then a random mix.
+      for (let n = 0; (n < SOAK_KINDS.length || Date.now() < deadline) && !stop.signal.aborted; n++) {
         const kind = n < SOAK_KINDS.length ? (SOAK_KINDS[(n + i) % SOAK_KINDS.length] as SoakKind) : weighted(ctx.random);
         const outcome = await sendRequest(kind, ctx);
         // A request cut by the soak's own early stop says nothing about the server beyond its exit.
