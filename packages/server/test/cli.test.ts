@@ -1,6 +1,6 @@
 // `bmoe serve` as a user starts it: the built executable as a child process, answered by the
 // `openai` client; SIGTERM mid-request exits 0; usage and load errors are one line.
-import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
@@ -30,10 +30,24 @@ function serve(args: readonly string[]): { ready: Promise<{ url: string; child: 
   return { ready, exit };
 }
 
+/** The status of GET `path` sent to `url` with another Host header (what a browser sends after a DNS rebinding). */
+function statusAs(url: string, path: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    request(new URL(path, url), { headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
 describe.skipIf(!native)('bmoe serve', () => {
   it('serves the openai client, and on SIGTERM mid-stream finishes the request and exits 0', async () => {
-    const { ready, exit } = serve(['--moe-stream', '--cache-mb', '4', '--model-id', 'tiny']);
+    const { ready, exit } = serve(['--moe-stream', '--cache-mb', '4', '--model-id', 'tiny', '--allowed-hosts', 'phone.lan']);
     const { url, child } = await ready;
+    expect(await statusAs(url, '/health', 'phone.lan:8080')).toBe(200);
+    expect(await statusAs(url, '/health', 'rebound.example:8080')).toBe(403);
     const client = clientFor(url);
     const hello = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, temperature: 0 });
     expect(hello.usage?.completion_tokens).toBe(4);
@@ -79,7 +93,7 @@ describe('bmoe serve usage', () => {
   it('--help documents the server flags and the model/streaming flags of run', async () => {
     const r = await runCli(['serve', '--help']);
     expect(r.code).toBe(0);
-    for (const flag of ['--host', '--port', '--api-key', '--max-queue', '--model-id', '--threads', '--ctx-size', '--moe-stream', '--cache-mb', '--io-threads', '--overlap', '--prefetch', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
+    for (const flag of ['--host', '--allowed-hosts', '--port', '--api-key', '--max-queue', '--model-id', '--threads', '--ctx-size', '--moe-stream', '--cache-mb', '--io-threads', '--overlap', '--prefetch', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
       expect(r.stdout).toContain(flag);
     }
   });

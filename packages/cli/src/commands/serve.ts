@@ -9,10 +9,19 @@ import { intRange, nonNegativeInt } from '../parse.js';
 
 interface ServeFlags extends ModelFlags {
   host?: string;
+  allowedHosts?: string[];
   port?: number;
   apiKey?: string;
   maxQueue?: number;
   modelId?: string;
+}
+
+/** `a.lan, b.lan` → ['a.lan', 'b.lan']. */
+function hostList(value: string): string[] {
+  return value
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
 }
 
 export function registerServe(program: Command, ctx: CliContext): void {
@@ -21,6 +30,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .description('serve a GGUF model over an OpenAI-compatible HTTP API (streamed tokens, live metrics, /metrics)')
     .argument('<model>', 'GGUF model file')
     .option('--host <addr>', 'address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)')
+    .option('--allowed-hosts <names>', 'Host names to answer besides localhost, 127.0.0.1, [::1] and --host (comma-separated; .example.lan = a domain and its subdomains); others get 403', hostList)
     .option('--port <N>', 'TCP port; 0 = any free port (default 8080)', intRange(0, 65535))
     .addOption(new Option('--api-key <key>', 'require Authorization: Bearer <key> on /v1 and /metrics').env('BMOE_API_KEY'))
     .option('--max-queue <N>', 'requests that may wait behind the running one; more get 429 (default 8)', nonNegativeInt)
@@ -34,6 +44,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
       model,
       load,
       host: flags.host,
+      allowedHosts: flags.allowedHosts,
       port: flags.port,
       // An empty BMOE_API_KEY means none.
       apiKey: flags.apiKey || undefined,
