@@ -1,10 +1,13 @@
 // What a hostile client (or a web page the phone's browser opens) may send: no request freezes the
 // server, every bound a request can hit is a 400 naming its field before the request waits for the
 // model, a foreign Host (DNS rebinding) is refused, and /health tells nothing but the status.
+import { copyFile, mkdtemp, rm, truncate } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRequestGuard, createServer, type BmoeStatus } from '../src/index.js';
-import { clientFor, native, postJson, probeHealth, reboundFetch, startServer, type Started } from './helpers.js';
+import { clientFor, fixture, native, postJson, probeHealth, reboundFetch, startServer, type Started } from './helpers.js';
 
 const user = (content: string): OpenAI.Chat.ChatCompletionMessageParam[] => [{ role: 'user', content }];
 const NATIVE_MAX = 2 ** 24;
@@ -69,7 +72,7 @@ describe.runIf(native)('one request cannot freeze the server', () => {
     ]);
     expect(performance.now() - t0).toBeLessThan(1000);
     for (const r of refusals) expect(r).toBeInstanceOf(OpenAI.BadRequestError);
-    expect(refusals.map((r) => (r as OpenAI.APIError).param)).toEqual(['messages', 'messages', 'prompt']);
+    expect(refusals.map((r) => (r as InstanceType<typeof OpenAI.APIError>).param)).toEqual(['messages', 'messages', 'prompt']);
     expect((refusals[1] as Error).message).toMatch(`the messages hold ${maxPromptChars + 1} characters; at most ${maxPromptChars} can fit the context of 4096 tokens`);
     expect(await status(s.url)).toMatchObject({ busy: true, queueDepth: 0, limits: { maxMessages, maxPromptChars } });
     await it.return?.();
@@ -150,6 +153,30 @@ describe.runIf(native)('DNS rebinding: only this server’s own names are answer
       expect(r.usage?.completion_tokens).toBe(2);
     } finally {
       await other.server.close();
+    }
+  });
+});
+
+describe.runIf(native)('the model file changed on disk', () => {
+  it('answers 503 model_changed, stays up, and says so on /health', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'bmoe-server-changed-'));
+    const path = join(dir, 'served.gguf');
+    await copyFile(fixture(), path);
+    const s = await startServer({ model: path });
+    try {
+      const first = await s.client.chat.completions.create({ model: s.server.modelId, messages: user('Hello'), max_tokens: 2, temperature: 0 });
+      expect(first.usage?.completion_tokens).toBe(2);
+      await truncate(path, 4096); // what `cp new.gguf served.gguf` does first
+      const err = await s.client.chat.completions.create({ model: s.server.modelId, messages: user('Again'), max_tokens: 2, temperature: 0 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(OpenAI.InternalServerError);
+      expect(err).toMatchObject({ status: 503, code: 'model_changed' });
+      const health = await fetch(`${s.url}/health`);
+      expect(health.status).toBe(503);
+      expect(await health.json()).toEqual({ status: 'model_changed' });
+      expect(await status(s.url)).toMatchObject({ status: 'model_changed', error: expect.stringMatching(/served\.gguf/) });
+    } finally {
+      await s.server.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
