@@ -35,6 +35,7 @@ add_library(bmoe_runtime STATIC
     src/runtime/model_state.cpp
     src/runtime/chat_format.cpp
     src/runtime/prompt.cpp
+    src/runtime/tokenize.cpp
     src/runtime/log_capture.cpp
     src/layout/expert_layout.cpp
     src/stream/streamer.cpp

@@ -1,5 +1,6 @@
 // Module entry: loadModel (on a worker thread) and buildInfo.
 #include "args.h"
+#include "js_objects.h"
 #include "context_wrap.h"
 #include "model_wrap.h"
 
@@ -46,65 +47,15 @@ struct load_worker : public Napi::AsyncWorker {
 Napi::Value load_model(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     Napi::Object o = arg_object(info, 0, "loadModel(params)");
+    js_reader         r;
     model_load_params p;
-    p.path     = opt_string(o, "path", "");
-    p.use_mmap = opt_bool(o, "useMmap", true);
-    p.repack   = opt_bool(o, "repack", false);
+    p.path         = r.string(o, "path", "");
+    p.use_mmap     = r.boolean(o, "useMmap", true);
+    p.repack       = r.boolean(o, "repack", false);
+    p.kv_overrides = read_kv_overrides(r, o.Get("kvOverrides"));
+    if (o.Get("stream").IsObject()) p.stream = read_stream_config(r, o.Get("stream").As<Napi::Object>());
+    throw_if_failed(env, r);
     if (p.path.empty()) throw Napi::TypeError::New(env, "path must be a non-empty string");
-    Napi::Value kv = o.Get("kvOverrides");
-    if (kv.IsArray()) {
-        Napi::Array arr = kv.As<Napi::Array>();
-        for (uint32_t i = 0; i < arr.Length(); i++) {
-            Napi::Object e = arr.Get(i).As<Napi::Object>();
-            llama_model_kv_override ov{};
-            const std::string key  = opt_string(e, "key", "");
-            const std::string type = opt_string(e, "type", "");
-            if (key.empty() || key.size() >= sizeof(ov.key)) {
-                throw Napi::RangeError::New(env, "kvOverrides[" + std::to_string(i) + "].key must be 1..127 characters");
-            }
-            std::strncpy(ov.key, key.c_str(), sizeof(ov.key) - 1);
-            if (type == "int") {
-                ov.tag = LLAMA_KV_OVERRIDE_TYPE_INT;
-                ov.val_i64 = opt_int(e, "value", 0, INT64_MIN / 2, INT64_MAX / 2);
-            } else if (type == "float") {
-                ov.tag = LLAMA_KV_OVERRIDE_TYPE_FLOAT;
-                ov.val_f64 = opt_number(e, "value", 0);
-            } else if (type == "bool") {
-                ov.tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
-                ov.val_bool = opt_bool(e, "value", false);
-            } else if (type == "str") {
-                ov.tag = LLAMA_KV_OVERRIDE_TYPE_STR;
-                const std::string s = opt_string(e, "value", "");
-                if (s.size() >= sizeof(ov.val_str)) throw Napi::RangeError::New(env, "kvOverrides[" + std::to_string(i) + "].value is too long");
-                std::strncpy(ov.val_str, s.c_str(), sizeof(ov.val_str) - 1);
-            } else {
-                throw Napi::TypeError::New(env, "kvOverrides[" + std::to_string(i) + "].type must be int, float, bool or str");
-            }
-            p.kv_overrides.push_back(ov);
-        }
-    }
-    Napi::Value sv = o.Get("stream");
-    if (sv.IsObject()) {
-        Napi::Object s = sv.As<Napi::Object>();
-        stream_config & c = p.stream;
-        c.enabled = true;
-        Napi::Value cm = s.Get("cacheMb");
-        if (cm.IsString() && cm.As<Napi::String>().Utf8Value() == "auto") {
-            c.cache_auto = true;
-        } else {
-            c.cache_mb = (uint64_t) opt_int(s, "cacheMb", 0, 0, 1ll << 24);
-        }
-        c.cache_ceil_mb  = (uint64_t) opt_int(s, "cacheCeilMb", 0, 0, 1ll << 24);
-        c.cache_floor_mb = (uint64_t) opt_int(s, "cacheFloorMb", 1024, 0, 1ll << 24);
-        c.io_threads     = (int32_t) opt_int(s, "ioThreads", 4, 1, 64);
-        c.overlap        = opt_bool(s, "overlap", false);
-        c.prefetch       = (int32_t) opt_int(s, "prefetch", 0, 0, 64);
-        c.odirect        = opt_bool(s, "odirect", true);
-        c.force_cache    = opt_bool(s, "forceCache", false);
-        const std::string dw = opt_string(s, "denseWeights", "mmap");
-        if (dw != "mmap" && dw != "anon") throw Napi::TypeError::New(env, "denseWeights must be mmap or anon, got " + dw);
-        c.dense_weights = dw == "anon" ? dense_weights_mode::anon : dense_weights_mode::mmap;
-    }
     auto * w = new load_worker(env, std::move(p));
     Napi::Promise promise = w->deferred.Promise();
     w->Queue();
@@ -112,30 +63,29 @@ Napi::Value load_model(const Napi::CallbackInfo & info) {
 }
 
 Napi::Value build_info(const Napi::CallbackInfo & info) {
-    Napi::Env env = info.Env();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("llamaCommit", BMOE_LLAMA_COMMIT);
-    o.Set("system", llama_print_system_info());
-    o.Set("variant", BMOE_VARIANT);
-    o.Set("overlapSupported", streamer_overlap_supported());
-    return o;
+    return build_info_to_js(info.Env(), BMOE_LLAMA_COMMIT, BMOE_VARIANT, streamer_overlap_supported());
 }
 
 // Synchronous on purpose: the bench calls it between runs, with nothing else to do meanwhile.
 Napi::Value read_ceiling(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     Napi::Object o = arg_object(info, 0, "readCeiling(params)");
-    const std::string path = opt_string(o, "path", "");
+    js_reader         r;
+    const std::string path       = r.string(o, "path", "");
+    const int32_t     lanes      = (int32_t) r.integer(o, "lanes", 4, 1, 64);
+    const uint64_t    block      = (uint64_t) r.integer(o, "blockBytes", 2 << 20, 4096, 1ll << 30);
+    const uint64_t    total      = (uint64_t) r.integer(o, "totalBytes", 1ll << 30, 4096, 1ll << 40);
+    const uint64_t    range_lo   = (uint64_t) r.integer(o, "rangeStart", 0, 0, 1ll << 50);
+    const uint64_t    range_hi   = (uint64_t) r.integer(o, "rangeEnd", 0, 0, 1ll << 50);
+    const bool        odirect    = r.boolean(o, "odirect", true);
+    throw_if_failed(env, r);
     if (path.empty()) throw Napi::TypeError::New(env, "path must be a non-empty string");
     try {
-        const read_ceiling_result r = measure_read_ceiling(
-            path, (int32_t) opt_int(o, "lanes", 4, 1, 64), (uint64_t) opt_int(o, "blockBytes", 2 << 20, 4096, 1ll << 30),
-            (uint64_t) opt_int(o, "totalBytes", 1ll << 30, 4096, 1ll << 40), (uint64_t) opt_int(o, "rangeStart", 0, 0, 1ll << 50),
-            (uint64_t) opt_int(o, "rangeEnd", 0, 0, 1ll << 50), opt_bool(o, "odirect", true));
+        const read_ceiling_result res = measure_read_ceiling(path, lanes, block, total, range_lo, range_hi, odirect);
         Napi::Object out = Napi::Object::New(env);
-        out.Set("bytes", (double) r.bytes);
-        out.Set("seconds", r.seconds);
-        out.Set("odirect", r.odirect);
+        out.Set("bytes", (double) res.bytes);
+        out.Set("seconds", res.seconds);
+        out.Set("odirect", res.odirect);
         return out;
     } catch (const std::exception & e) {
         throw Napi::Error::New(env, e.what());

@@ -91,20 +91,6 @@ void context_wrap::free_context() {
     model.reset();
 }
 
-static Napi::Object token_event_to_js(Napi::Env env, const token_event & ev) {
-    Napi::Object o = Napi::Object::New(env);
-    Napi::Uint8Array piece = Napi::Uint8Array::New(env, ev.piece.size());
-    std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
-    o.Set("piece", piece);
-    o.Set("eog", ev.is_eog);
-    o.Set("metrics", token_metrics_to_js(env, ev.index, ev.token, ev.metrics));
-    if (!ev.logits.empty()) {
-        Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
-        std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());
-        o.Set("logits", lg);
-    }
-    return o;
-}
 
 Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
@@ -114,24 +100,12 @@ Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
     if (info.Length() < 2 || !info[1].IsFunction()) {
         throw Napi::TypeError::New(env, "generate(request, onToken): onToken must be a function");
     }
-    Napi::Value tv = r.Get("tokens");
-    if (!tv.IsTypedArray() || tv.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
-        throw Napi::TypeError::New(env, "tokens must be an Int32Array");
-    }
+    js_reader reader;
+    generate_request req = read_generate_request(reader, r);
+    throw_if_failed(env, reader);
     auto * job = new generate_job(env);
     job->owner = this;
-    Napi::Int32Array toks = tv.As<Napi::Int32Array>();
-    job->req.tokens.assign(toks.Data(), toks.Data() + toks.ElementLength());
-    job->req.max_tokens  = (int32_t) opt_int(r, "maxTokens", 256, 0, 1 << 24);
-    job->req.want_logits = opt_bool(r, "logits", false);
-    Napi::Value sv = r.Get("sampling");
-    if (sv.IsObject()) {
-        Napi::Object s = sv.As<Napi::Object>();
-        job->req.sampling.temperature = (float) opt_number(s, "temperature", 0.0);
-        job->req.sampling.top_k       = (int32_t) opt_int(s, "topK", 40, 0, 1 << 24);
-        job->req.sampling.top_p       = (float) opt_number(s, "topP", 0.95);
-        job->req.sampling.seed        = (uint32_t) opt_int(s, "seed", 0, 0, 0xFFFFFFFFLL);
-    }
+    job->req   = std::move(req);
 
     Napi::Promise promise = job->deferred.Promise();
     job->tsfn = Napi::ThreadSafeFunction::New(
@@ -180,13 +154,7 @@ void context_wrap::finish_job(Napi::Env env, generate_job * job) {
     } else if (!job->error.empty()) {
         job->deferred.Reject(Napi::Error::New(env, job->error).Value());
     } else {
-        Napi::Object o = Napi::Object::New(env);
-        o.Set("stopReason", job->result.stop_reason);
-        o.Set("promptTokens", job->result.n_prompt);
-        o.Set("promptTokensReused", job->result.n_prompt_reused);
-        o.Set("promptMs", job->result.prompt_ms);
-        o.Set("generatedTokens", job->result.n_generated);
-        job->deferred.Resolve(o);
+        job->deferred.Resolve(generate_result_to_js(env, job->result));
     }
     delete job;
     if (close_pending) {

@@ -4,6 +4,8 @@
 #include "bmoe/runtime/generator.h"
 #include "bmoe/runtime/model_state.h"
 
+#include "params.h"
+
 #include <napi.h>
 
 #include <memory>
@@ -11,12 +13,6 @@
 
 namespace bmoe {
 
-struct context_params {
-    uint32_t n_ctx    = 4096;
-    uint32_t n_batch  = 512;
-    uint32_t n_ubatch = 512;
-    int32_t  threads  = 4;
-};
 
 struct generate_job;
 

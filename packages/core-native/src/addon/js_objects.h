@@ -7,8 +7,10 @@
 #include <napi.h>
 
 #include "llama.h"
+#include "bmoe/runtime/generator.h"
 #include "bmoe/stream/token_metrics.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -27,6 +29,50 @@ inline Napi::Object token_metrics_to_js(Napi::Env env, int32_t token_index, int3
     BMOE_TOKEN_METRICS(BMOE_SET_METRIC)
 #undef BMOE_SET_METRIC
     return mo;
+}
+
+// Natively a typed array written through Data() is already the JS one; emnapi (wasm) needs a
+// sync step, which the wasm addon passes instead of this.
+struct no_sync {
+    template <class T> T operator()(Napi::Env, T arr) const { return arr; }
+};
+
+// NativeTokenEvent: { piece, eog, metrics, logits? }.
+template <class Sync = no_sync>
+inline Napi::Object token_event_to_js(Napi::Env env, const token_event & ev, Sync sync = {}) {
+    Napi::Object o = Napi::Object::New(env);
+    Napi::Uint8Array piece = Napi::Uint8Array::New(env, ev.piece.size());
+    std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
+    o.Set("piece", sync(env, piece));
+    o.Set("eog", ev.is_eog);
+    o.Set("metrics", token_metrics_to_js(env, ev.index, ev.token, ev.metrics));
+    if (!ev.logits.empty()) {
+        Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
+        std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());
+        o.Set("logits", sync(env, lg));
+    }
+    return o;
+}
+
+// NativeGenerateResult.
+inline Napi::Object generate_result_to_js(Napi::Env env, const generate_result & res) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("stopReason", res.stop_reason);
+    o.Set("promptTokens", res.n_prompt);
+    o.Set("promptTokensReused", res.n_prompt_reused);
+    o.Set("promptMs", res.prompt_ms);
+    o.Set("generatedTokens", res.n_generated);
+    return o;
+}
+
+// NativeBinding.buildInfo().
+inline Napi::Object build_info_to_js(Napi::Env env, const char * llama_commit, const char * variant, bool overlap_supported) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("llamaCommit", llama_commit);
+    o.Set("system", llama_print_system_info());
+    o.Set("variant", variant);
+    o.Set("overlapSupported", overlap_supported);
+    return o;
 }
 
 // The model's shape and metadata (NativeModelInfo). strtod, not stod: the wasm build has no

@@ -6,6 +6,7 @@
 
 #include "bmoe/runtime/chat_format.h"
 #include "bmoe/runtime/prompt.h"
+#include "bmoe/runtime/tokenize.h"
 #include "bmoe/vm/file_guard.h"
 #include "bmoe/stream/streamer.h"
 
@@ -96,26 +97,6 @@ struct prepare_worker : public Napi::AsyncWorker {
     void OnError(const Napi::Error & e) override { deferred.Reject(e.Value()); }
 };
 
-std::vector<chat_message> read_messages(Napi::Env env, const Napi::Value & v) {
-    if (!v.IsArray()) throw Napi::TypeError::New(env, "messages must be an array");
-    Napi::Array arr = v.As<Napi::Array>();
-    std::vector<chat_message> msgs;
-    for (uint32_t i = 0; i < arr.Length(); i++) {
-        Napi::Value m = arr.Get(i);
-        if (!m.IsObject()) throw Napi::TypeError::New(env, "messages[" + std::to_string(i) + "] must be an object");
-        msgs.push_back({ opt_string(m.As<Napi::Object>(), "role", ""), opt_string(m.As<Napi::Object>(), "content", "") });
-    }
-    return msgs;
-}
-
-chat_format_options read_format(const Napi::Object & opts) {
-    chat_format_options o;
-    o.chatml        = opt_bool(opts, "chatml", false);
-    o.think         = opt_bool(opts, "think", true);
-    o.add_assistant = opt_bool(opts, "addAssistant", true);
-    return o;
-}
-
 }  // namespace
 
 Napi::Value model_wrap::prepare(const Napi::CallbackInfo & info) {
@@ -127,9 +108,11 @@ Napi::Value model_wrap::prepare(const Napi::CallbackInfo & info) {
     if (text.IsString()) {
         p.text = text.As<Napi::String>().Utf8Value();
     } else {
+        js_reader r;
         p.is_chat  = true;
-        p.messages = read_messages(env, in.Get("messages"));
-        p.format   = read_format(in);
+        p.messages = read_chat_messages(r, in.Get("messages"));
+        p.format   = read_chat_format(r, in);
+        throw_if_failed(env, r);
     }
     auto * w = new prepare_worker(env, state, std::move(p));
     Napi::Promise promise = w->deferred.Promise();
@@ -144,13 +127,7 @@ Napi::Value model_wrap::detokenize(const Napi::CallbackInfo & info) {
         throw Napi::TypeError::New(env, "detokenize(tokens): tokens must be an Int32Array");
     }
     Napi::Int32Array toks = info[0].As<Napi::Int32Array>();
-    std::string out(toks.ElementLength() * 8 + 16, '\0');
-    int32_t n = llama_detokenize(vocab, toks.Data(), (int32_t) toks.ElementLength(), out.data(), (int32_t) out.size(), false, false);
-    if (n < 0) {
-        out.resize((size_t) -n);
-        n = llama_detokenize(vocab, toks.Data(), (int32_t) toks.ElementLength(), out.data(), (int32_t) out.size(), false, false);
-    }
-    out.resize(n > 0 ? (size_t) n : 0);
+    const std::string out = detokenize_text(vocab, toks.Data(), toks.ElementLength());
     return Napi::String::New(env, out);
 }
 
@@ -160,8 +137,10 @@ Napi::Value model_wrap::apply_chat_template(const Napi::CallbackInfo & info) {
     if (info.Length() < 1 || !info[0].IsArray()) {
         throw Napi::TypeError::New(env, "applyChatTemplate(messages, opts): messages must be an array");
     }
-    const std::vector<chat_message> msgs = read_messages(env, info[0]);
-    const chat_format_options o = info.Length() > 1 && info[1].IsObject() ? read_format(info[1].As<Napi::Object>()) : chat_format_options{};
+    js_reader r;
+    const std::vector<chat_message> msgs = read_chat_messages(r, info[0]);
+    const chat_format_options o = info.Length() > 1 && info[1].IsObject() ? read_chat_format(r, info[1].As<Napi::Object>()) : chat_format_options{};
+    throw_if_failed(env, r);
     try {
         return Napi::String::New(env, chat_format(st, msgs, o));
     } catch (const std::exception & e) {
@@ -173,11 +152,9 @@ Napi::Value model_wrap::create_context(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     live(env);
     Napi::Object p = arg_object(info, 0, "createContext(params)");
-    context_params cp;
-    cp.n_ctx    = (uint32_t) opt_int(p, "nCtx", 4096, 16, 1 << 20);
-    cp.n_batch  = (uint32_t) opt_int(p, "nBatch", 512, 1, 1 << 16);
-    cp.n_ubatch = (uint32_t) opt_int(p, "nUbatch", 512, 1, 1 << 16);
-    cp.threads  = (int32_t) opt_int(p, "threads", 4, 1, 1024);
+    js_reader r;
+    const context_params cp = read_context_params(r, p);
+    throw_if_failed(env, r);
     return context_wrap::create(env, state, cp);
 }
 

@@ -1,23 +1,12 @@
 #include "bmoe/runtime/prompt.h"
 
 #include "bmoe/runtime/model_state.h"
+#include "bmoe/runtime/tokenize.h"
 
 #include <stdexcept>
 
 namespace bmoe {
 
-std::vector<llama_token> tokenize_text(const llama_vocab * vocab, const std::string & text, bool add_special, bool parse_special) {
-    if (text.size() > (size_t) INT32_MAX / 2) throw std::runtime_error("the text is too long to tokenize");
-    std::vector<llama_token> toks(text.size() + 8);
-    int32_t n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
-    if (n < 0) {
-        toks.resize((size_t) -n);
-        n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
-    }
-    if (n < 0) throw std::runtime_error("tokenize failed");
-    toks.resize((size_t) n);
-    return toks;
-}
 
 std::vector<llama_token> prompt_tokens(const model_state & m, const prompt_input & in) {
     const llama_vocab * vocab = llama_model_get_vocab(m.model);

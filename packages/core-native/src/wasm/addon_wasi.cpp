@@ -17,6 +17,8 @@
 #include <emnapi.h>
 
 #include "addon/js_objects.h"
+#include "addon/params.h"
+#include "bmoe/runtime/tokenize.h"
 #include "bmoe/runtime/generator.h"
 
 #include "llama.h"
@@ -38,51 +40,10 @@ namespace bmoe {
 
 namespace {
 
-// Errors go to JS as pending exceptions (no C++ exceptions here): helpers return false and set one.
-struct args {
-    Napi::Env env;
-    bool      ok = true;
-
-    void fail(const std::string & msg) {
-        if (ok) Napi::Error::New(env, msg).ThrowAsJavaScriptException();
-        ok = false;
-    }
-    double number(const Napi::Object & o, const char * key, double def) {
-        Napi::Value v = o.Get(key);
-        if (v.IsUndefined() || v.IsNull()) return def;
-        if (!v.IsNumber()) {
-            fail(std::string(key) + " must be a number");
-            return def;
-        }
-        return v.As<Napi::Number>().DoubleValue();
-    }
-    int64_t integer(const Napi::Object & o, const char * key, int64_t def, int64_t lo, int64_t hi) {
-        const double d = number(o, key, (double) def);
-        if (d != (double) (int64_t) d || d < (double) lo || d > (double) hi) {
-            fail(std::string(key) + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-            return def;
-        }
-        return (int64_t) d;
-    }
-    bool boolean(const Napi::Object & o, const char * key, bool def) {
-        Napi::Value v = o.Get(key);
-        if (v.IsUndefined() || v.IsNull()) return def;
-        if (!v.IsBoolean()) {
-            fail(std::string(key) + " must be a boolean");
-            return def;
-        }
-        return v.As<Napi::Boolean>().Value();
-    }
-    std::string string(const Napi::Object & o, const char * key, const std::string & def) {
-        Napi::Value v = o.Get(key);
-        if (v.IsUndefined() || v.IsNull()) return def;
-        if (!v.IsString()) {
-            fail(std::string(key) + " must be a string");
-            return def;
-        }
-        return v.As<Napi::String>().Utf8Value();
-    }
-};
+// Errors go to JS as pending exceptions or rejected promises (no C++ exceptions here).
+void throw_js(Napi::Env env, const std::string & msg) {
+    Napi::Error::New(env, msg).ThrowAsJavaScriptException();
+}
 
 struct model_holder {
     llama_model * model = nullptr;
@@ -98,6 +59,10 @@ template <class T> T synced(Napi::Env env, T arr) {
     emnapi_sync_memory(env, false, &v, 0, NAPI_AUTO_LENGTH);
     return arr;
 }
+
+struct emnapi_sync {
+    template <class T> T operator()(Napi::Env env, T arr) const { return synced(env, arr); }
+};
 
 Napi::Promise resolved(Napi::Env env, Napi::Value v) {
     auto d = Napi::Promise::Deferred::New(env);
@@ -141,48 +106,16 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
         model.reset();
     }
 
-    static Napi::Object token_event_to_js(Napi::Env env, const token_event & ev) {
-        Napi::Object o = Napi::Object::New(env);
-        Napi::Uint8Array piece = Napi::Uint8Array::New(env, ev.piece.size());
-        std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
-        o.Set("piece", synced(env, piece));
-        o.Set("eog", ev.is_eog);
-        o.Set("metrics", token_metrics_to_js(env, ev.index, ev.token, ev.metrics));
-        if (!ev.logits.empty()) {
-            Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
-            std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());
-            o.Set("logits", synced(env, lg));
-        }
-        return o;
-    }
-
     Napi::Value generate(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
         if (!ctx) return rejected(env, "the context is closed");
         if (info.Length() < 2 || !info[0].IsObject() || !info[1].IsFunction()) {
             return rejected(env, "generate(request, onToken): request must be an object and onToken a function");
         }
-        Napi::Object r = info[0].As<Napi::Object>();
         Napi::Function on_token = info[1].As<Napi::Function>();
-        Napi::Value tv = r.Get("tokens");
-        if (!tv.IsTypedArray() || tv.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
-            return rejected(env, "tokens must be an Int32Array");
-        }
-        args a{ env };
-        generate_request req;
-        Napi::Int32Array toks = tv.As<Napi::Int32Array>();
-        req.tokens.assign(toks.Data(), toks.Data() + toks.ElementLength());
-        req.max_tokens  = (int32_t) a.integer(r, "maxTokens", 256, 0, 1 << 24);
-        req.want_logits = a.boolean(r, "logits", false);
-        Napi::Value sv = r.Get("sampling");
-        if (sv.IsObject()) {
-            Napi::Object s = sv.As<Napi::Object>();
-            req.sampling.temperature = (float) a.number(s, "temperature", 0.0);
-            req.sampling.top_k       = (int32_t) a.integer(s, "topK", 40, 0, 1 << 24);
-            req.sampling.top_p       = (float) a.number(s, "topP", 0.95);
-            req.sampling.seed        = (uint32_t) a.integer(s, "seed", 0, 0, 0xFFFFFFFFLL);
-        }
-        if (!a.ok) return env.Undefined();
+        js_reader r;
+        generate_request req = read_generate_request(r, info[0].As<Napi::Object>());
+        if (!r.ok()) return rejected(env, r.error);
         gen->abort_flag.store(false);
         bool js_failed = false;
         // generator::run reports its own failures by throwing, which this build cannot catch;
@@ -190,7 +123,7 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
         if (req.tokens.empty()) return rejected(env, "generate: the prompt has no tokens");
         const generate_result res = gen->run(req, [&](token_event && ev) {
             if (js_failed) return;
-            on_token.Call({ token_event_to_js(env, ev) });
+            on_token.Call({ token_event_to_js(env, ev, emnapi_sync{}) });
             if (env.IsExceptionPending()) {
                 js_failed = true;
                 gen->abort_flag.store(true);
@@ -202,13 +135,7 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
             d.Reject(e.Value());
             return d.Promise();
         }
-        Napi::Object o = Napi::Object::New(env);
-        o.Set("stopReason", res.stop_reason);
-        o.Set("promptTokens", res.n_prompt);
-        o.Set("promptTokensReused", res.n_prompt_reused);
-        o.Set("promptMs", res.prompt_ms);
-        o.Set("generatedTokens", res.n_generated);
-        return resolved(env, o);
+        return resolved(env, generate_result_to_js(env, res));
     }
 
     Napi::Value abort(const Napi::CallbackInfo & info) {
@@ -272,22 +199,11 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
             Napi::TypeError::New(env, "tokenize(text, addSpecial, parseSpecial): text must be a string").ThrowAsJavaScriptException();
             return env.Undefined();
         }
-        const llama_vocab * vocab = llama_model_get_vocab(m);
-        const std::string text = info[0].As<Napi::String>().Utf8Value();
         const bool add_special   = info.Length() > 1 && info[1].ToBoolean().Value();
         const bool parse_special = info.Length() > 2 && info[2].ToBoolean().Value();
-        std::vector<llama_token> toks(text.size() + 8);
-        int32_t n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
-        if (n < 0) {
-            toks.resize((size_t) -n);
-            n = llama_tokenize(vocab, text.data(), (int32_t) text.size(), toks.data(), (int32_t) toks.size(), add_special, parse_special);
-        }
-        if (n < 0) {
-            Napi::Error::New(env, "tokenize failed").ThrowAsJavaScriptException();
-            return env.Undefined();
-        }
-        Napi::Int32Array out = Napi::Int32Array::New(env, (size_t) n);
-        std::copy(toks.begin(), toks.begin() + n, out.Data());
+        const std::vector<llama_token> toks = tokenize_text(llama_model_get_vocab(m), info[0].As<Napi::String>().Utf8Value(), add_special, parse_special);
+        Napi::Int32Array out = Napi::Int32Array::New(env, toks.size());
+        std::copy(toks.begin(), toks.end(), out.Data());
         return synced(env, out);
     }
 
@@ -299,15 +215,8 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
             Napi::TypeError::New(env, "detokenize(tokens): tokens must be an Int32Array").ThrowAsJavaScriptException();
             return env.Undefined();
         }
-        const llama_vocab * vocab = llama_model_get_vocab(m);
         Napi::Int32Array toks = info[0].As<Napi::Int32Array>();
-        std::string out(toks.ElementLength() * 8 + 16, '\0');
-        int32_t n = llama_detokenize(vocab, toks.Data(), (int32_t) toks.ElementLength(), out.data(), (int32_t) out.size(), false, false);
-        if (n < 0) {
-            out.resize((size_t) -n);
-            n = llama_detokenize(vocab, toks.Data(), (int32_t) toks.ElementLength(), out.data(), (int32_t) out.size(), false, false);
-        }
-        out.resize(n > 0 ? (size_t) n : 0);
+        const std::string out = detokenize_text(llama_model_get_vocab(m), toks.Data(), toks.ElementLength());
         return Napi::String::New(env, out);
     }
 
@@ -319,26 +228,16 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
             Napi::TypeError::New(env, "applyChatTemplate(messages, opts): messages must be an array").ThrowAsJavaScriptException();
             return env.Undefined();
         }
-        args a{ env };
-        bool chatml = false, add_assistant = true;
-        if (info.Length() > 1 && info[1].IsObject()) {
-            chatml        = a.boolean(info[1].As<Napi::Object>(), "chatml", false);
-            add_assistant = a.boolean(info[1].As<Napi::Object>(), "addAssistant", true);
+        js_reader r;
+        const std::vector<chat_message> in = read_chat_messages(r, info[0]);
+        const chat_format_options f = info.Length() > 1 && info[1].IsObject() ? read_chat_format(r, info[1].As<Napi::Object>()) : chat_format_options{};
+        if (!r.ok()) {
+            throw_js(env, r.error);
+            return env.Undefined();
         }
-        Napi::Array arr = info[0].As<Napi::Array>();
-        std::vector<std::string> roles, contents;
-        for (uint32_t i = 0; i < arr.Length() && a.ok; i++) {
-            Napi::Value v = arr.Get(i);
-            if (!v.IsObject()) {
-                a.fail("messages[" + std::to_string(i) + "] must be an object");
-                break;
-            }
-            roles.push_back(a.string(v.As<Napi::Object>(), "role", ""));
-            contents.push_back(a.string(v.As<Napi::Object>(), "content", ""));
-        }
-        if (!a.ok) return env.Undefined();
+        const bool chatml = f.chatml, add_assistant = f.add_assistant;
         std::vector<llama_chat_message> msgs;
-        for (size_t i = 0; i < roles.size(); i++) msgs.push_back({ roles[i].c_str(), contents[i].c_str() });
+        for (const chat_message & m_ : in) msgs.push_back({ m_.role.c_str(), m_.content.c_str() });
         const char * tmpl = chatml ? "chatml" : llama_model_chat_template(m, nullptr);
         if (!tmpl) tmpl = "chatml";
         std::vector<char> buf(4096);
@@ -362,16 +261,19 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
             Napi::TypeError::New(env, "createContext(params) must be an object").ThrowAsJavaScriptException();
             return env.Undefined();
         }
-        args a{ env };
-        Napi::Object p = info[0].As<Napi::Object>();
+        js_reader r;
+        const context_params p = read_context_params(r, info[0].As<Napi::Object>());
+        if (!r.ok()) {
+            throw_js(env, r.error);
+            return env.Undefined();
+        }
         llama_context_params cp = llama_context_default_params();
-        cp.n_ctx           = (uint32_t) a.integer(p, "nCtx", 4096, 16, 1 << 20);
-        cp.n_batch         = (uint32_t) a.integer(p, "nBatch", 512, 1, 1 << 16);
-        cp.n_ubatch        = std::min((uint32_t) a.integer(p, "nUbatch", 512, 1, 1 << 16), cp.n_batch);
-        cp.n_threads       = 1;
+        cp.n_ctx           = p.n_ctx;
+        cp.n_batch         = p.n_batch;
+        cp.n_ubatch        = std::min(p.n_ubatch, p.n_batch);
+        cp.n_threads       = 1;  // no threads in this build
         cp.n_threads_batch = 1;
         cp.no_perf         = true;
-        if (!a.ok) return env.Undefined();
         llama_context * ctx = llama_init_from_model(state->model, cp);
         if (!ctx) {
             Napi::Error::New(env, "could not create a context (n_ctx " + std::to_string(cp.n_ctx) + ")").ThrowAsJavaScriptException();
@@ -403,47 +305,16 @@ Napi::Value load_model(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     if (info.Length() < 1 || !info[0].IsObject()) return rejected(env, "loadModel(params) must be an object");
     Napi::Object o = info[0].As<Napi::Object>();
-    args a{ env };
-    const std::string path = a.string(o, "path", "");
-    if (!a.ok) return env.Undefined();
+    js_reader r;
+    const std::string path = r.string(o, "path", "");
+    const bool        repack = r.boolean(o, "repack", false);
+    std::vector<llama_model_kv_override> kv = read_kv_overrides(r, o.Get("kvOverrides"));
+    if (!r.ok()) return rejected(env, r.error);
     if (path.empty()) return rejected(env, "path must be a non-empty string");
-    Napi::Value sv = o.Get("stream");
-    if (sv.IsObject()) {
+    if (o.Get("stream").IsObject()) {
         return rejected(env, path + ": expert streaming (--moe-stream) needs a native build; the wasm32-wasi build runs resident models only");
     }
-    if (a.boolean(o, "repack", false)) return rejected(env, "repack is not available in the wasm32-wasi build");
-    std::vector<llama_model_kv_override> kv;
-    Napi::Value kvv = o.Get("kvOverrides");
-    if (kvv.IsArray()) {
-        Napi::Array arr = kvv.As<Napi::Array>();
-        for (uint32_t i = 0; i < arr.Length() && a.ok; i++) {
-            Napi::Object e = arr.Get(i).As<Napi::Object>();
-            llama_model_kv_override ov{};
-            const std::string key  = a.string(e, "key", "");
-            const std::string type = a.string(e, "type", "");
-            if (key.empty() || key.size() >= sizeof(ov.key)) return rejected(env, "kvOverrides[" + std::to_string(i) + "].key must be 1..127 characters");
-            std::strncpy(ov.key, key.c_str(), sizeof(ov.key) - 1);
-            if (type == "int") {
-                ov.tag = LLAMA_KV_OVERRIDE_TYPE_INT;
-                ov.val_i64 = a.integer(e, "value", 0, INT64_MIN / 2, INT64_MAX / 2);
-            } else if (type == "float") {
-                ov.tag = LLAMA_KV_OVERRIDE_TYPE_FLOAT;
-                ov.val_f64 = a.number(e, "value", 0);
-            } else if (type == "bool") {
-                ov.tag = LLAMA_KV_OVERRIDE_TYPE_BOOL;
-                ov.val_bool = a.boolean(e, "value", false);
-            } else if (type == "str") {
-                ov.tag = LLAMA_KV_OVERRIDE_TYPE_STR;
-                const std::string s = a.string(e, "value", "");
-                if (s.size() >= sizeof(ov.val_str)) return rejected(env, "kvOverrides[" + std::to_string(i) + "].value is too long");
-                std::strncpy(ov.val_str, s.c_str(), sizeof(ov.val_str) - 1);
-            } else {
-                return rejected(env, "kvOverrides[" + std::to_string(i) + "].type must be int, float, bool or str");
-            }
-            kv.push_back(ov);
-        }
-    }
-    if (!a.ok) return env.Undefined();
+    if (repack) return rejected(env, "repack is not available in the wasm32-wasi build");
     FILE * f = std::fopen(path.c_str(), "rb");
     if (!f) return rejected(env, path + ": " + std::strerror(errno));
     std::fclose(f);
@@ -468,13 +339,7 @@ Napi::Value load_model(const Napi::CallbackInfo & info) {
 }
 
 Napi::Value build_info(const Napi::CallbackInfo & info) {
-    Napi::Env env = info.Env();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("llamaCommit", BMOE_LLAMA_COMMIT);
-    o.Set("system", llama_print_system_info());
-    o.Set("variant", "wasm32-wasi");
-    o.Set("overlapSupported", false);
-    return o;
+    return build_info_to_js(info.Env(), BMOE_LLAMA_COMMIT, "wasm32-wasi", false);
 }
 
 Napi::Value read_ceiling(const Napi::CallbackInfo & info) {

@@ -11,8 +11,6 @@
 
 namespace bmoe {
 
-// llama_tokenize with the buffer grown as needed. Throws std::runtime_error on failure.
-std::vector<llama_token> tokenize_text(const llama_vocab * vocab, const std::string & text, bool add_special, bool parse_special);
 
 struct prompt_input {
     bool                      is_chat = false;

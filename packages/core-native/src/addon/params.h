@@ -1,0 +1,204 @@
+// Reading the addon's parameter objects (binding/types.ts) into the runtime's structs, for both
+// addons. Exception-free on purpose: the wasm32-wasi build has no C++ exception runtime, so a
+// reader collects the first problem (naming the field) and each addon reports it its own way —
+// the native one throws it as a JS exception, the wasm one rejects or sets a pending exception.
+// Header-only: each addon compiles it against its own Node-API.
+#pragma once
+
+#include <napi.h>
+
+#include "bmoe/runtime/chat_format.h"
+#include "bmoe/runtime/generator.h"
+#include "bmoe/stream/stream_config.h"
+
+#include "llama.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace bmoe {
+
+struct js_reader {
+    std::string error;  // the first problem, "" while none
+
+    bool ok() const { return error.empty(); }
+    void fail(const std::string & msg) {
+        if (error.empty()) error = msg;
+    }
+    double number(const Napi::Object & o, const char * key, double def) {
+        Napi::Value v = o.Get(key);
+        if (v.IsUndefined() || v.IsNull()) return def;
+        if (!v.IsNumber()) {
+            fail(std::string(key) + " must be a number");
+            return def;
+        }
+        return v.As<Napi::Number>().DoubleValue();
+    }
+    int64_t integer(const Napi::Object & o, const char * key, int64_t def, int64_t lo, int64_t hi) {
+        const double d = number(o, key, (double) def);
+        if (d != (double) (int64_t) d || d < (double) lo || d > (double) hi) {
+            fail(std::string(key) + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(d));
+            return def;
+        }
+        return (int64_t) d;
+    }
+    bool boolean(const Napi::Object & o, const char * key, bool def) {
+        Napi::Value v = o.Get(key);
+        if (v.IsUndefined() || v.IsNull()) return def;
+        if (!v.IsBoolean()) {
+            fail(std::string(key) + " must be a boolean");
+            return def;
+        }
+        return v.As<Napi::Boolean>().Value();
+    }
+    std::string string(const Napi::Object & o, const char * key, const std::string & def) {
+        Napi::Value v = o.Get(key);
+        if (v.IsUndefined() || v.IsNull()) return def;
+        if (!v.IsString()) {
+            fail(std::string(key) + " must be a string");
+            return def;
+        }
+        return v.As<Napi::String>().Utf8Value();
+    }
+};
+
+// NativeContextParams.
+struct context_params {
+    uint32_t n_ctx    = 4096;
+    uint32_t n_batch  = 512;
+    uint32_t n_ubatch = 512;
+    int32_t  threads  = 4;
+};
+
+inline context_params read_context_params(js_reader & r, const Napi::Object & p) {
+    context_params cp;
+    cp.n_ctx    = (uint32_t) r.integer(p, "nCtx", 4096, 16, 1 << 20);
+    cp.n_batch  = (uint32_t) r.integer(p, "nBatch", 512, 1, 1 << 16);
+    cp.n_ubatch = (uint32_t) r.integer(p, "nUbatch", 512, 1, 1 << 16);
+    cp.threads  = (int32_t) r.integer(p, "threads", 4, 1, 1024);
+    return cp;
+}
+
+// NativeGenerateRequest: tokens, maxTokens, logits, sampling.
+inline generate_request read_generate_request(js_reader & r, const Napi::Object & o) {
+    generate_request req;
+    Napi::Value tv = o.Get("tokens");
+    if (!tv.IsTypedArray() || tv.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array) {
+        r.fail("tokens must be an Int32Array");
+        return req;
+    }
+    Napi::Int32Array toks = tv.As<Napi::Int32Array>();
+    req.tokens.assign(toks.Data(), toks.Data() + toks.ElementLength());
+    req.max_tokens  = (int32_t) r.integer(o, "maxTokens", 256, 0, 1 << 24);
+    req.want_logits = r.boolean(o, "logits", false);
+    Napi::Value sv = o.Get("sampling");
+    if (sv.IsObject()) {
+        Napi::Object s = sv.As<Napi::Object>();
+        req.sampling.temperature = (float) r.number(s, "temperature", 0.0);
+        req.sampling.top_k       = (int32_t) r.integer(s, "topK", 40, 0, 1 << 24);
+        req.sampling.top_p       = (float) r.number(s, "topP", 0.95);
+        req.sampling.seed        = (uint32_t) r.integer(s, "seed", 0, 0, 0xFFFFFFFFLL);
+    }
+    return req;
+}
+
+// NativeKvOverride[]: llama.cpp's --override-kv entries (the list is not yet terminated).
+inline std::vector<llama_model_kv_override> read_kv_overrides(js_reader & r, const Napi::Value & v) {
+    std::vector<llama_model_kv_override> out;
+    if (!v.IsArray()) return out;
+    Napi::Array arr = v.As<Napi::Array>();
+    for (uint32_t i = 0; i < arr.Length() && r.ok(); i++) {
+        const std::string at = "kvOverrides[" + std::to_string(i) + "]";
+        if (!arr.Get(i).IsObject()) {
+            r.fail(at + " must be an object");
+            break;
+        }
+        Napi::Object e = arr.Get(i).As<Napi::Object>();
+        llama_model_kv_override ov{};
+        const std::string key  = r.string(e, "key", "");
+        const std::string type = r.string(e, "type", "");
+        if (key.empty() || key.size() >= sizeof(ov.key)) {
+            r.fail(at + ".key must be 1..127 characters");
+            break;
+        }
+        std::strncpy(ov.key, key.c_str(), sizeof(ov.key) - 1);
+        if (type == "int") {
+            ov.tag     = LLAMA_KV_OVERRIDE_TYPE_INT;
+            ov.val_i64 = r.integer(e, "value", 0, INT64_MIN / 2, INT64_MAX / 2);
+        } else if (type == "float") {
+            ov.tag     = LLAMA_KV_OVERRIDE_TYPE_FLOAT;
+            ov.val_f64 = r.number(e, "value", 0);
+        } else if (type == "bool") {
+            ov.tag      = LLAMA_KV_OVERRIDE_TYPE_BOOL;
+            ov.val_bool = r.boolean(e, "value", false);
+        } else if (type == "str") {
+            ov.tag = LLAMA_KV_OVERRIDE_TYPE_STR;
+            const std::string s = r.string(e, "value", "");
+            if (s.size() >= sizeof(ov.val_str)) {
+                r.fail(at + ".value is too long");
+                break;
+            }
+            std::strncpy(ov.val_str, s.c_str(), sizeof(ov.val_str) - 1);
+        } else {
+            r.fail(at + ".type must be int, float, bool or str");
+            break;
+        }
+        out.push_back(ov);
+    }
+    return out;
+}
+
+// NativeChatMessage[].
+inline std::vector<chat_message> read_chat_messages(js_reader & r, const Napi::Value & v) {
+    std::vector<chat_message> out;
+    if (!v.IsArray()) {
+        r.fail("messages must be an array");
+        return out;
+    }
+    Napi::Array arr = v.As<Napi::Array>();
+    for (uint32_t i = 0; i < arr.Length() && r.ok(); i++) {
+        Napi::Value m = arr.Get(i);
+        if (!m.IsObject()) {
+            r.fail("messages[" + std::to_string(i) + "] must be an object");
+            break;
+        }
+        out.push_back({ r.string(m.As<Napi::Object>(), "role", ""), r.string(m.As<Napi::Object>(), "content", "") });
+    }
+    return out;
+}
+
+// The chat formatting options of applyChatTemplate / prepare.
+inline chat_format_options read_chat_format(js_reader & r, const Napi::Object & o) {
+    chat_format_options f;
+    f.chatml        = r.boolean(o, "chatml", false);
+    f.think         = r.boolean(o, "think", true);
+    f.add_assistant = r.boolean(o, "addAssistant", true);
+    return f;
+}
+
+// NativeStreamParams (present = streaming on). Bounds are the option table's (@bmoe/engine);
+// stream_config_validate checks the combination once, in model_state_load.
+inline stream_config read_stream_config(js_reader & r, const Napi::Object & s) {
+    stream_config c;
+    c.enabled = true;
+    Napi::Value cm = s.Get("cacheMb");
+    if (cm.IsString() && cm.As<Napi::String>().Utf8Value() == "auto") {
+        c.cache_auto = true;
+    } else {
+        c.cache_mb = (uint64_t) r.integer(s, "cacheMb", 0, 0, 1ll << 24);
+    }
+    c.cache_ceil_mb = (uint64_t) r.integer(s, "cacheCeilMb", 0, 0, 1ll << 24);
+    c.io_threads    = (int32_t) r.integer(s, "ioThreads", 4, 1, 64);
+    c.overlap       = r.boolean(s, "overlap", false);
+    c.prefetch      = (int32_t) r.integer(s, "prefetch", 0, 0, 64);
+    c.odirect       = r.boolean(s, "odirect", true);
+    c.force_cache   = r.boolean(s, "forceCache", false);
+    const std::string dw = r.string(s, "denseWeights", "mmap");
+    if (dw != "mmap" && dw != "anon") r.fail("denseWeights must be mmap or anon, got " + dw);
+    c.dense_weights = dw == "anon" ? dense_weights_mode::anon : dense_weights_mode::mmap;
+    return c;
+}
+
+}  // namespace bmoe
