@@ -18,8 +18,6 @@ export interface NativeStreamParams {
   cacheMb: number | 'auto';
   /** Ceiling for 'auto', MiB; 0 = none. */
   cacheCeilMb?: number;
-  /** MemAvailable that 'auto' leaves to the system, MiB (not exposed by the engine API). */
-  cacheFloorMb?: number;
   /** Read lanes. */
   ioThreads?: number;
   /** Hide reads behind expert compute (needs patch 0002; see buildInfo().overlapSupported). */

@@ -1,12 +1,12 @@
 // JS and C++ agree on every integer option: the table's native bounds and defaults (nativeBounds())
-// are what the addon's readers (`opt_int(obj, "key", default, lo, hi)`) and stream_config_validate
+// are what the addon's readers (`integer(obj, "key", default, lo, hi)`) and stream_config_validate
 // accept. Read from the C++ sources, so it needs no build; when C++ validates from one place, point
 // this at it.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { leafKey, nativeBounds, optionByFlag } from '../src/options/index.js';
+import { leafKey, nativeBounds, optionByFlag, optionRow } from '../src/options/index.js';
 
 const NATIVE = fileURLToPath(new URL('../../core-native', import.meta.url));
 const SRC = join(NATIVE, 'src');
@@ -36,12 +36,12 @@ interface CppRead {
   hi: string;
 }
 
-/** Every `opt_int(obj, "key", def, lo, hi)` of the addon sources, by key. */
+/** Every `opt_int(obj, "key", def, lo, hi)` / `reader.integer(obj, "key", def, lo, hi)` of the addon sources, by key. */
 function cppReads(): Map<string, CppRead[]> {
   const reads = new Map<string, CppRead[]>();
   for (const file of [...cppFiles(SRC), ...cppFiles(join(NATIVE, 'include'))]) {
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/opt_int\(\s*\w+\s*,\s*"(\w+)"\s*,([^,]+),([^,]+),([^)]+)\)/g)) {
+    for (const m of text.matchAll(/(?:\bopt_int|\.integer)\(\s*\w+\s*,\s*"(\w+)"\s*,([^,]+),([^,]+),([^)]+)\)/g)) {
       const list = reads.get(m[1]!) ?? [];
       list.push({ file: file.slice(NATIVE.length + 1), def: m[2]!, lo: m[3]!, hi: m[4]! });
       reads.set(m[1]!, list);
@@ -55,11 +55,16 @@ describe('native bounds', () => {
 
   it.each(nativeBounds().map((b) => [b.key, b] as const))('%s: C++ reads it with the same default and range', (_key, b) => {
     const found = reads.get(leafKey(b.nativeKey));
-    expect(found, `no opt_int(…, "${leafKey(b.nativeKey)}", …) in core-native/src or include`).toBeDefined();
+    expect(found, `no integer(…, "${leafKey(b.nativeKey)}", …) reader in core-native/src or include`).toBeDefined();
     for (const r of found!) {
       expect({ lo: cppInt(r.lo), hi: cppInt(r.hi) }, r.file).toEqual({ lo: b.min, hi: b.max });
       if (b.default !== null) expect(cppInt(r.def), r.file).toBe(b.default);
     }
+  });
+
+  it("the floor of cacheMb 'auto' is the table's", () => {
+    const text = readFileSync(join(NATIVE, 'include/bmoe/stream/stream_config.h'), 'utf8');
+    expect(Number(/cache_floor_mb\s*=\s*(\d+)/.exec(text)?.[1])).toBe(optionRow('stream.cacheFloorMb').default);
   });
 
   it("stream_config_validate's ranges are the table's", () => {

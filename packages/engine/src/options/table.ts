@@ -49,7 +49,7 @@ export interface OptionRow {
   readonly defaultText: string;
   /** One line for `--help` and the README (CLI words: it may name other flags). */
   readonly help: string;
-  /** False for a native parameter the JS API does not expose: listed for its C++ default and bounds. */
+  /** False for a value the JS API does not expose (a C++ constant): listed so JS and C++ are checked to agree. */
   readonly api?: false;
 }
 
@@ -143,10 +143,12 @@ export const OPTION_TABLE = [
     value: bool, default: false, defaultText: 'off',
     help: "accept a cache budget below one token's routed working set (which LRU can never hit)",
   },
+  // Not an option: the floor `cacheMb: 'auto'` leaves, a C++ constant (stream_config.h), listed so
+  // the help's "1 GiB floor" and C++ are checked to agree.
   {
-    key: 'stream.cacheFloorMb', group: 'stream', api: false, flag: null, native: { params: 'model', key: 'stream.cacheFloorMb' },
+    key: 'stream.cacheFloorMb', group: 'stream', api: false, flag: null, native: null,
     value: int(0, MiB_MAX), default: 1024, defaultText: '1024',
-    help: "MemAvailable that --cache-mb auto leaves to the system, in MiB (native API only)",
+    help: 'MemAvailable that --cache-mb auto leaves to the system, in MiB (fixed in C++)',
   },
   // ---- generate: Session.generate / chat -------------------------------------------------------
   {
