@@ -8,7 +8,6 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NativeBinding } from './types.js';
-import { wasmBinding } from './wasm-shim.js';
 import {
   ENV_FORCE_WASM,
   envFlag,
@@ -119,10 +118,8 @@ export function loadFirst(
       continue;
     }
     try {
-      const wasm = isWasmCandidate(candidate);
-      const loaded = require(file) as NativeBinding;
-      const binding = wasm ? wasmBinding(loaded) : loaded;
-      return { binding, source: { candidate, file, wasm, failed } };
+      const binding = require(file) as NativeBinding;
+      return { binding, source: { candidate, file, wasm: isWasmCandidate(candidate), failed } };
     } catch (e) {
       failed.push(`${candidate}: ${firstLine(e)}`);
     }

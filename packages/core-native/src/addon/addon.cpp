@@ -1,6 +1,7 @@
 // Module entry: loadModel (on a worker thread) and buildInfo.
 #include "args.h"
 #include "js_objects.h"
+#include "surface.h"
 #include "context_wrap.h"
 #include "model_wrap.h"
 
@@ -95,12 +96,7 @@ Napi::Value read_ceiling(const Napi::CallbackInfo & info) {
 Napi::Object init(Napi::Env env, Napi::Object exports) {
     log_capture_install();
     llama_backend_init();
-    model_wrap::init(env, exports);
-    context_wrap::init(env, exports);
-    exports.Set("loadModel", Napi::Function::New(env, load_model));
-    exports.Set("buildInfo", Napi::Function::New(env, build_info));
-    exports.Set("readCeiling", Napi::Function::New(env, read_ceiling));
-    return exports;
+    return define_module<model_wrap, context_wrap>(env, exports, load_model, build_info, read_ceiling);
 }
 
 }  // namespace

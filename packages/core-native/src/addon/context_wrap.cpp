@@ -26,16 +26,6 @@ struct generate_job {
     explicit generate_job(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
 };
 
-void context_wrap::init(Napi::Env env, Napi::Object exports) {
-    Napi::Function fn = DefineClass(env, "Context", {
-        InstanceMethod("generate", &context_wrap::generate),
-        InstanceMethod("abort", &context_wrap::abort),
-        InstanceMethod("reset", &context_wrap::reset),
-        InstanceMethod("close", &context_wrap::close),
-    });
-    constructor = new Napi::FunctionReference(Napi::Persistent(fn));
-    exports.Set("Context", fn);
-}
 
 Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> model, const context_params & p) {
     llama_context_params cp = llama_context_default_params();

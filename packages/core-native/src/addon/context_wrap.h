@@ -18,7 +18,6 @@ struct generate_job;
 
 struct context_wrap : public Napi::ObjectWrap<context_wrap> {
     static Napi::FunctionReference * constructor;
-    static void init(Napi::Env env, Napi::Object exports);
     static Napi::Object create(Napi::Env env, std::shared_ptr<model_state> model, const context_params & p);
 
     explicit context_wrap(const Napi::CallbackInfo & info);

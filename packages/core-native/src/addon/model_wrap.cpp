@@ -23,21 +23,6 @@ static Napi::Int32Array int32_array(Napi::Env env, const std::vector<llama_token
     return out;
 }
 
-void model_wrap::init(Napi::Env env, Napi::Object exports) {
-    Napi::Function fn = DefineClass(env, "Model", {
-        InstanceMethod("info", &model_wrap::info),
-        InstanceMethod("tokenize", &model_wrap::tokenize),
-        InstanceMethod("detokenize", &model_wrap::detokenize),
-        InstanceMethod("applyChatTemplate", &model_wrap::apply_chat_template),
-        InstanceMethod("prepare", &model_wrap::prepare),
-        InstanceMethod("fileStatus", &model_wrap::file_status),
-        InstanceMethod("createContext", &model_wrap::create_context),
-        InstanceMethod("close", &model_wrap::close),
-        InstanceMethod("streamInfo", &model_wrap::stream_info),
-    });
-    constructor = new Napi::FunctionReference(Napi::Persistent(fn));
-    exports.Set("Model", fn);
-}
 
 Napi::Object model_wrap::create(Napi::Env env, std::shared_ptr<model_state> st) {
     Napi::Object obj = constructor->New({});

@@ -10,7 +10,6 @@ namespace bmoe {
 
 struct model_wrap : public Napi::ObjectWrap<model_wrap> {
     static Napi::FunctionReference * constructor;
-    static void init(Napi::Env env, Napi::Object exports);
     static Napi::Object create(Napi::Env env, std::shared_ptr<model_state> st);
 
     explicit model_wrap(const Napi::CallbackInfo & info);

@@ -18,6 +18,7 @@
 
 #include "addon/js_objects.h"
 #include "addon/params.h"
+#include "addon/surface.h"
 #include "bmoe/runtime/tokenize.h"
 #include "bmoe/runtime/generator.h"
 
@@ -85,16 +86,6 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
     llama_context *               ctx = nullptr;
     std::unique_ptr<generator>    gen;
 
-    static void init(Napi::Env env, Napi::Object exports) {
-        Napi::Function fn = DefineClass(env, "Context", {
-            InstanceMethod("generate", &context_wrap::generate),
-            InstanceMethod("abort", &context_wrap::abort),
-            InstanceMethod("reset", &context_wrap::reset),
-            InstanceMethod("close", &context_wrap::close),
-        });
-        constructor = new Napi::FunctionReference(Napi::Persistent(fn));
-        exports.Set("Context", fn);
-    }
 
     explicit context_wrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<context_wrap>(info) {}
     ~context_wrap() override { free_context(); }
@@ -160,19 +151,6 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
     static Napi::FunctionReference * constructor;
     std::shared_ptr<model_holder> state;
 
-    static void init(Napi::Env env, Napi::Object exports) {
-        Napi::Function fn = DefineClass(env, "Model", {
-            InstanceMethod("info", &model_wrap::info),
-            InstanceMethod("tokenize", &model_wrap::tokenize),
-            InstanceMethod("detokenize", &model_wrap::detokenize),
-            InstanceMethod("applyChatTemplate", &model_wrap::apply_chat_template),
-            InstanceMethod("createContext", &model_wrap::create_context),
-            InstanceMethod("close", &model_wrap::close),
-            InstanceMethod("streamInfo", &model_wrap::stream_info),
-        });
-        constructor = new Napi::FunctionReference(Napi::Persistent(fn));
-        exports.Set("Model", fn);
-    }
 
     explicit model_wrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<model_wrap>(info) {}
 
@@ -220,39 +198,70 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
         return Napi::String::New(env, out);
     }
 
+    // llama.cpp's built-in template matcher (no Jinja in this build); false when it does not know
+    // the model's template.
+    static bool format_chat(const llama_model * m, const std::vector<chat_message> & in, const chat_format_options & f, std::string & out) {
+        std::vector<llama_chat_message> msgs;
+        for (const chat_message & c : in) msgs.push_back({ c.role.c_str(), c.content.c_str() });
+        const char * tmpl = f.chatml ? "chatml" : llama_model_chat_template(m, nullptr);
+        if (!tmpl) tmpl = "chatml";
+        std::vector<char> buf(4096);
+        int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), f.add_assistant, buf.data(), (int32_t) buf.size());
+        if (n > (int32_t) buf.size()) {
+            buf.resize((size_t) n);
+            n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), f.add_assistant, buf.data(), (int32_t) buf.size());
+        }
+        if (n < 0) return false;
+        out.assign(buf.data(), (size_t) n);
+        return true;
+    }
+
+    static constexpr const char * NO_TEMPLATE =
+        "chat template: this model's template is not one llama.cpp recognises without Jinja (the wasm32-wasi build has no Jinja); use chatml";
+
     Napi::Value apply_chat_template(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
         const llama_model * m = live(env);
         if (!m) return env.Undefined();
-        if (info.Length() < 1 || !info[0].IsArray()) {
-            Napi::TypeError::New(env, "applyChatTemplate(messages, opts): messages must be an array").ThrowAsJavaScriptException();
-            return env.Undefined();
-        }
         js_reader r;
-        const std::vector<chat_message> in = read_chat_messages(r, info[0]);
+        const std::vector<chat_message> in = read_chat_messages(r, info.Length() > 0 ? info[0] : env.Undefined());
         const chat_format_options f = info.Length() > 1 && info[1].IsObject() ? read_chat_format(r, info[1].As<Napi::Object>()) : chat_format_options{};
+        std::string text;
+        if (r.ok() && !format_chat(m, in, f, text)) r.fail(NO_TEMPLATE);
         if (!r.ok()) {
             throw_js(env, r.error);
             return env.Undefined();
         }
-        const bool chatml = f.chatml, add_assistant = f.add_assistant;
-        std::vector<llama_chat_message> msgs;
-        for (const chat_message & m_ : in) msgs.push_back({ m_.role.c_str(), m_.content.c_str() });
-        const char * tmpl = chatml ? "chatml" : llama_model_chat_template(m, nullptr);
-        if (!tmpl) tmpl = "chatml";
-        std::vector<char> buf(4096);
-        int32_t n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(), (int32_t) buf.size());
-        if (n > (int32_t) buf.size()) {
-            buf.resize((size_t) n);
-            n = llama_chat_apply_template(tmpl, msgs.data(), msgs.size(), add_assistant, buf.data(), (int32_t) buf.size());
-        }
-        if (n < 0) {
-            Napi::Error::New(env, "chat template: this model's template is not one llama.cpp recognises without Jinja (the wasm32-wasi build has no Jinja); use chatml")
-                .ThrowAsJavaScriptException();
-            return env.Undefined();
-        }
-        return Napi::String::New(env, std::string(buf.data(), (size_t) n));
+        return Napi::String::New(env, text);
     }
+
+    // Synchronous here (no threads): the template and the tokenizer run inside the call.
+    Napi::Value prepare(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        if (!state) return rejected(env, "the model is closed");
+        if (info.Length() < 1 || !info[0].IsObject()) return rejected(env, "prepare(input) must be an object");
+        Napi::Object in = info[0].As<Napi::Object>();
+        const llama_vocab * vocab = llama_model_get_vocab(state->model);
+        std::string text;
+        if (in.Get("text").IsString()) {
+            text = in.Get("text").As<Napi::String>().Utf8Value();
+        } else {
+            js_reader r;
+            const std::vector<chat_message> msgs = read_chat_messages(r, in.Get("messages"));
+            const chat_format_options f = read_chat_format(r, in);
+            if (r.ok() && !format_chat(state->model, msgs, f, text)) r.fail(NO_TEMPLATE);
+            if (!r.ok()) return rejected(env, r.error);
+        }
+        std::vector<llama_token> toks = tokenize_text(vocab, text, true, true);
+        const llama_token bos = llama_vocab_bos(vocab);
+        if (!in.Get("text").IsString() && bos != LLAMA_TOKEN_NULL && toks.size() >= 2 && toks[0] == bos && toks[1] == bos) toks.erase(toks.begin());
+        Napi::Int32Array out = Napi::Int32Array::New(env, toks.size());
+        std::copy(toks.begin(), toks.end(), out.Data());
+        return resolved(env, synced(env, out));
+    }
+
+    // The model was read into wasm memory, not mapped: a changed file cannot touch it.
+    Napi::Value file_status(const Napi::CallbackInfo & info) { return Napi::String::New(info.Env(), ""); }
 
     Napi::Value create_context(const Napi::CallbackInfo & info) {
         Napi::Env env = info.Env();
@@ -356,12 +365,7 @@ void quiet_log(enum ggml_log_level level, const char * text, void *) {
 Napi::Object init(Napi::Env env, Napi::Object exports) {
     llama_log_set(quiet_log, nullptr);
     llama_backend_init();
-    model_wrap::init(env, exports);
-    context_wrap::init(env, exports);
-    exports.Set("loadModel", Napi::Function::New(env, load_model));
-    exports.Set("buildInfo", Napi::Function::New(env, build_info));
-    exports.Set("readCeiling", Napi::Function::New(env, read_ceiling));
-    return exports;
+    return define_module<model_wrap, context_wrap>(env, exports, load_model, build_info, read_ceiling);
 }
 
 } // namespace
