@@ -7,10 +7,10 @@ import { createServer as createHttpServer, type IncomingMessage, type ServerResp
 import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
-import { readDeviceSensors, type DeviceSensors } from '@bmoe/engine';
-import { DEFAULT_BODY_LIMIT_BYTES, createRequestGuard, createServer, type BmoeServer, type RequestGuard } from '@bmoe/server';
+import { DEFAULT_BODY_LIMIT_BYTES, createRequestGuard, type RequestGuard } from '@bmoe/server';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { readDeviceFacts } from './device.js';
+import { ModelSlot, SelectError, type DemoState } from './model-slot.js';
 import { describeModelFile, listModels, type ModelEntry } from './models.js';
 import { forward, isHealth, isModelApi, needsKey, sendApiError, sendError, sendJson } from './proxy.js';
 import type { DeviceFacts } from './settings.js';
@@ -48,21 +48,7 @@ export interface DemoOptions {
   log?: (line: string) => void;
 }
 
-export type DemoStateName = 'empty' | 'loading' | 'ready' | 'error';
-
-/** What GET /api/state answers (and what the page renders). */
-export interface DemoState {
-  state: DemoStateName;
-  modelsDir: string;
-  /** The model being loaded (state 'loading'). */
-  loadingFile: string | null;
-  /** Why the last load failed (state 'error'). */
-  error: string | null;
-  /** The model serving (state 'ready'), with the settings it was loaded with. */
-  model: ModelEntry | null;
-  device: DeviceFacts;
-  sensors: DeviceSensors;
-}
+export type { DemoState, DemoStateName } from './model-slot.js';
 
 export interface Demo {
   /** The page's address, e.g. http://127.0.0.1:8080/ */
@@ -75,114 +61,68 @@ export interface Demo {
   close(): Promise<void>;
 }
 
-class SelectError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
 export async function startDemo(options: DemoOptions): Promise<Demo> {
   const modelsDir = resolve(options.modelsDir);
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? 8080;
   const device = options.device ?? readDeviceFacts();
-  const log = options.log ?? (() => undefined);
-
-  let name: DemoStateName = 'empty';
-  let loadingFile: string | null = null;
-  let error: string | null = null;
-  let current: { entry: ModelEntry; server: BmoeServer; target: URL } | null = null;
-  let loading: Promise<void> = Promise.resolve();
-  let closed = false;
-
-  const state = (): DemoState => ({
-    state: name,
+  const slot = new ModelSlot({
     modelsDir,
-    loadingFile,
-    error,
-    model: current?.entry ?? null,
     device,
-    sensors: readDeviceSensors(),
+    ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+    ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
+    log: options.log ?? (() => undefined),
   });
-
-  async function load(entry: ModelEntry): Promise<void> {
-    name = 'loading';
-    loadingFile = entry.file;
-    error = null;
-    const previous = current;
-    current = null;
-    // The old model goes first: two models in memory at once is what a phone cannot afford.
-    if (previous) await previous.server.close().catch(() => undefined);
-    try {
-      if (!entry.settings) throw new Error(entry.error ?? `${entry.file}: not a readable GGUF`);
-      log(`loading ${entry.path}: ${entry.settings.reason}`);
-      const t0 = performance.now();
-      const server = await createServer({
-        model: entry.path,
-        load: entry.settings.load,
-        host: '127.0.0.1',
-        port: 0,
-        ...(options.apiKey ? { apiKey: options.apiKey } : {}),
-        // Switching models or stopping the demo aborts a running generation at once.
-        shutdownGraceMs: 0,
-        ...(options.maxQueue !== undefined ? { maxQueue: options.maxQueue } : {}),
-      });
-      const target = new URL(await server.listen());
-      try {
-        await server.ready;
-      } catch (err) {
-        await server.close().catch(() => undefined);
-        throw err;
-      }
-      if (closed) {
-        await server.close();
-        return;
-      }
-      current = { entry, server, target };
-      name = 'ready';
-      log(`ready: ${entry.file} loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    } catch (err) {
-      name = 'error';
-      error = err instanceof Error ? err.message : String(err);
-      log(`could not load ${entry.file}: ${error}`);
-    } finally {
-      loadingFile = null;
-    }
-  }
-
-  /**
-   * Begins a load and resolves once it has begun (`done` settles when it ends); rejects at once
-   * when the file is not in the folder or another load is running.
-   */
-  async function begin(file: string): Promise<{ done: Promise<void> }> {
-    if (name === 'loading') throw new SelectError(409, `a model is loading (${loadingFile ?? ''}); wait for it`);
-    const entry = (await listModels(modelsDir, device)).find((m) => m.file === file);
-    if (!entry) throw new SelectError(404, `${file}: no such GGUF in ${modelsDir}`);
-    // Checked again: another select may have begun a load while the folder was read.
-    if ((name as DemoStateName) === 'loading') throw new SelectError(409, `a model is loading (${loadingFile ?? ''}); wait for it`);
-    if (name !== 'ready' || current?.entry.path !== entry.path) loading = load(entry);
-    return { done: loading };
-  }
-
   const guard = createRequestGuard({ host, allowedHosts: options.allowedHosts ?? [], apiKey: options.apiKey ?? null });
-  const web = Fastify({
+  const web = createWeb(slot, guard);
+  registerRoutes(web, { slot, modelsDir, device });
+  const url = await listen(web, host, port);
+
+  // The first model: the one asked for, else the folder's first.
+  const first = options.model !== undefined ? await initialEntry(options.model, modelsDir, device) : (await listModels(modelsDir, device))[0];
+  if (first) slot.start(first);
+
+  return {
+    url,
+    state: () => slot.state(),
+    async select(file) {
+      await (await slot.begin(file)).done;
+      return slot.state();
+    },
+    async settled() {
+      await slot.settled();
+      return slot.state();
+    },
+    async close() {
+      const serving = await slot.detach();
+      await web.close();
+      if (serving) await serving.server.close();
+    },
+  };
+}
+
+/**
+ * The page's server: foreign Hosts and missing keys refused, the model API forwarded to the model
+ * serving (503 while none is: /health says the state), everything else to Fastify's routes.
+ */
+function createWeb(slot: ModelSlot, guard: RequestGuard): FastifyInstance {
+  return Fastify({
     logger: false,
     serverFactory: (handler) =>
       createHttpServer((req: IncomingMessage, res: ServerResponse) => {
         const url = req.url ?? '/';
         if (refuse(guard, req, res)) return;
         if (!isModelApi(url)) return handler(req, res);
-        if (current) return forward(req, res, current.target, { bodyLimitBytes: DEFAULT_BODY_LIMIT_BYTES });
-        if (isHealth(url)) return sendJson(res, 503, { status: name }, { 'retry-after': '1' });
-        const why = name === 'loading' ? `the model is loading (${loadingFile ?? ''})` : name === 'error' ? `no model is loaded: ${error ?? ''}` : `no model is loaded: put a GGUF in ${modelsDir} and pick it in the page`;
-        sendError(res, 503, why, 'model_not_ready');
+        const serving = slot.serving;
+        if (serving) return forward(req, res, serving.target, { bodyLimitBytes: DEFAULT_BODY_LIMIT_BYTES });
+        if (isHealth(url)) return sendJson(res, 503, { status: slot.status }, { 'retry-after': '1' });
+        sendError(res, 503, slot.notServingReason(), 'model_not_ready');
       }),
   });
-  registerRoutes(web, { state, begin, modelsDir, device });
+}
 
+/** Listens on `host:port`; the page's address, or an error that says what to do. */
+async function listen(web: FastifyInstance, host: string, port: number): Promise<string> {
   try {
     await web.listen({ host, port });
   } catch (err) {
@@ -193,32 +133,7 @@ export async function startDemo(options: DemoOptions): Promise<Demo> {
   }
   const addr = web.server.address();
   const actualPort = typeof addr === 'object' && addr ? addr.port : port;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}/`;
-
-  // The first model: the one asked for, else the folder's first.
-  const first = options.model !== undefined ? await initialEntry(options.model, modelsDir, device) : (await listModels(modelsDir, device))[0];
-  if (first) loading = load(first);
-
-  return {
-    url,
-    state,
-    async select(file) {
-      await (await begin(file)).done;
-      return state();
-    },
-    async settled() {
-      await loading;
-      return state();
-    },
-    async close() {
-      closed = true;
-      await loading.catch(() => undefined);
-      const c = current;
-      current = null;
-      await web.close();
-      if (c) await c.server.close();
-    },
-  };
+  return `http://${host.includes(':') ? `[${host}]` : host}:${actualPort}/`;
 }
 
 /**
@@ -237,16 +152,13 @@ async function initialEntry(model: string, modelsDir: string, device: DeviceFact
   return inFolder ?? (await describeModelFile(resolve(model), device));
 }
 
-function registerRoutes(
-  web: FastifyInstance,
-  ctx: { state: () => DemoState; begin: (file: string) => Promise<{ done: Promise<void> }>; modelsDir: string; device: DeviceFacts },
-): void {
+function registerRoutes(web: FastifyInstance, ctx: { slot: ModelSlot; modelsDir: string; device: DeviceFacts }): void {
   web.register(fastifyStatic, { root: PUBLIC_DIR, index: 'index.html', cacheControl: true, maxAge: 0 });
 
-  web.get('/api/state', async () => ctx.state());
+  web.get('/api/state', async () => ctx.slot.state());
 
   web.get('/api/models', async () => {
-    const s = ctx.state();
+    const s = ctx.slot.state();
     return {
       dir: ctx.modelsDir,
       device: ctx.device,
@@ -268,12 +180,12 @@ function registerRoutes(
     },
     async (req, reply) => {
       try {
-        await ctx.begin(req.body.file);
+        await ctx.slot.begin(req.body.file);
       } catch (err) {
         if (err instanceof SelectError) return reply.code(err.status).send({ error: { message: err.message } });
         throw err;
       }
-      return reply.code(202).send(ctx.state());
+      return reply.code(202).send(ctx.slot.state());
     },
   );
 }
