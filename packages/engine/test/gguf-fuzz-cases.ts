@@ -1,7 +1,7 @@
 // Edits of a tiny GGUF's header for the native fuzz test (gguf-native-fuzz.test.ts): bytes set
 // or flipped anywhere in the header, and metadata values set to the numbers llama.cpp's shape
 // checks care about, or retyped. The tensor data is left alone: loading never reads it as a shape.
-import { GgufValueType, type GgufFile } from '@bmoe/gguf';
+import { GgufValueType, ggmlTypes, type GgufFile } from '@bmoe/gguf';
 import fc from 'fast-check';
 
 export interface Fixture {
@@ -13,7 +13,8 @@ export type Edit =
   | { kind: 'byte'; at: number; value: number }
   | { kind: 'flip'; at: number; bit: number }
   | { kind: 'value'; entry: number; value: number }
-  | { kind: 'retype'; entry: number; type: number };
+  | { kind: 'retype'; entry: number; type: number }
+  | { kind: 'tensorType'; tensor: number; type: number };
 
 const EDGES = [0, 1, 2, 3, 4, 7, 8, 15, 16, 17, 31, 32, 63, 64, 127, 128, 255, 256, 511, 512, 513, 1023, 1024, 1025, 4096, 65535, 1 << 24, 0x7fffffff, 0x80000000, 0xffffffff];
 const FOUR_BYTE_TYPES = [GgufValueType.UINT32, GgufValueType.INT32, GgufValueType.FLOAT32];
@@ -24,6 +25,7 @@ export function editArb(): fc.Arbitrary<Edit> {
     fc.record({ kind: fc.constant('flip' as const), at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }),
     fc.record({ kind: fc.constant('value' as const), entry: fc.nat(), value: fc.oneof(fc.constantFrom(...EDGES), fc.nat()) }),
     fc.record({ kind: fc.constant('retype' as const), entry: fc.nat(), type: fc.constantFrom(...FOUR_BYTE_TYPES) }),
+    fc.record({ kind: fc.constant('tensorType' as const), tensor: fc.nat(), type: fc.constantFrom(...ggmlTypes().map((t) => t.type)) }),
   );
 }
 
@@ -45,6 +47,25 @@ export function withScalar(bytes: Buffer, key: string, type: GgufValueType, valu
   if (type === GgufValueType.FLOAT32) out.writeFloatLE(value, at + 4);
   else if (type === GgufValueType.INT32) out.writeInt32LE(value | 0, at + 4);
   else out.writeUInt32LE(value >>> 0, at + 4);
+  return out;
+}
+
+/** Offset of tensor `name`'s ggml type field (its info: name, n_dims, dims, type, offset). */
+export function tensorTypeAt(bytes: Buffer, name: string, dims: number): number {
+  const n = Buffer.from(name);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(n.length));
+  const at = bytes.indexOf(Buffer.concat([len, n]));
+  if (at < 0) throw new Error(`no tensor ${name}`);
+  return at + 8 + n.length + 4 + 8 * dims;
+}
+
+/** A copy with tensor `name`'s type set to `type`. */
+export function withTensorType(f: Fixture, name: string, type: number): Buffer {
+  const t = f.header.tensors.find((x) => x.name === name);
+  if (!t) throw new Error(`no tensor ${name}`);
+  const out = Buffer.from(f.bytes);
+  out.writeUInt32LE(type, tensorTypeAt(out, name, t.dims.length));
   return out;
 }
 
@@ -82,7 +103,10 @@ export function applyEdits(f: Fixture, edits: readonly Edit[]): Buffer {
   for (const e of edits) {
     if (e.kind === 'byte') out[e.at % headerEnd] = e.value;
     else if (e.kind === 'flip') out.writeUInt8(out.readUInt8(e.at % headerEnd) ^ (1 << e.bit), e.at % headerEnd);
-    else {
+    else if (e.kind === 'tensorType') {
+      const t = f.header.tensors[e.tensor % f.header.tensors.length]!;
+      out.writeUInt32LE(e.type, tensorTypeAt(out, t.name, t.dims.length));
+    } else {
       const at = scalars[e.entry % scalars.length]!;
       if (e.kind === 'value') out.writeUInt32LE(e.value >>> 0, at + 4);
       else out.writeUInt32LE(e.type, at);

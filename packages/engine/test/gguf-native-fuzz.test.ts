@@ -2,21 +2,22 @@
 // seen as the signal it is. loadModel (and, when it loads, a two-token generation) must end in a
 // working model or a one-line error, never a signal or a hang. The known crashes come first (each
 // aborted the process before the JS pre-check), then seeded random header mutations; a failure
-// prints the case, and BMOE_FUZZ_SEED=<n> replays or varies the random ones. Needs the native
-// addon: without it every case reports E_NATIVE and the test fails (it does not skip).
+// prints the case. BMOE_FUZZ_SEED=<n> (default 13) and BMOE_FUZZ_CASES=<n> (default 30) vary
+// them. Needs the native addon: without it every case reports E_NATIVE and the test fails (it
+// does not skip).
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { GgufValueType, makeModel, readGguf } from '@bmoe/gguf';
+import { GgmlType, GgufValueType, makeModel, readGguf } from '@bmoe/gguf';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIfStale } from '../../../tooling/test-utils.mjs';
-import { copyToken, editArb, applyEdits, withScalar, type Edit, type Fixture } from './gguf-fuzz-cases.js';
+import { applyEdits, copyToken, editArb, withScalar, withTensorType, type Edit, type Fixture } from './gguf-fuzz-cases.js';
 
 const SEED = Number(process.env.BMOE_FUZZ_SEED ?? 13);
-const RANDOM_CASES = 30;
+const RANDOM_CASES = Number(process.env.BMOE_FUZZ_CASES ?? 30);
 const PRESETS = ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4'] as const;
 const ENGINE_DIST = pathToFileURL(fileURLToPath(new URL('../dist/index.js', import.meta.url))).href;
 
@@ -89,6 +90,10 @@ const FIXED: Case[] = [
   { name: 'block_count 600', preset: 'tiny-gpt-oss', edit: (f) => withScalar(f.bytes, 'gpt-oss.block_count', GgufValueType.UINT32, 600), expect: /block_count is 600/ },
   { name: 'gemma4 value_length 64', preset: 'tiny-gemma4', edit: (f) => withScalar(f.bytes, 'gemma4.attention.value_length', GgufValueType.UINT32, 64), expect: /key_length is 128 but attention\.value_length is 64/ },
   { name: 'duplicate token', preset: 'tiny-gpt-oss', edit: (f) => copyToken(f, 1700, 1701), expect: /tokens has token 1701 equal to token 1700/ },
+  { name: 'attn_norm I32', preset: 'tiny-qwen3moe', edit: (f) => withTensorType(f, 'blk.0.attn_norm.weight', GgmlType.I32), expect: /attn_norm\.weight" has type I32/ },
+  { name: 'ffn_gate_inp I32 (was SIGSEGV)', preset: 'tiny-gemma4', edit: (f) => withTensorType(f, 'blk.0.ffn_gate_inp.weight', GgmlType.I32), expect: /ffn_gate_inp\.weight" has type I32/ },
+  { name: 'attn_sinks F16', preset: 'tiny-gpt-oss', edit: (f) => withTensorType(f, 'blk.0.attn_sinks.weight', GgmlType.F16), expect: /attn_sinks\.weight" has type F16/ },
+  { name: 'expert bias I32', preset: 'tiny-gpt-oss', edit: (f) => withTensorType(f, 'blk.0.ffn_down_exps.bias', GgmlType.I32), expect: /ffn_down_exps\.bias" has type I32/ },
   { name: 'cut at byte 30', preset: 'tiny-qwen3moe', edit: (f) => f.bytes, cut: 30, expect: /truncated: the header ends early/ },
 ];
 

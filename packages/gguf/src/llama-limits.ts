@@ -6,7 +6,7 @@
 
 import { GgufError } from './errors.js';
 import type { GgufFile } from './reader.js';
-import { GgufValueType, ggufValueTypeName } from './types.js';
+import { GgmlType, GgufValueType, ggmlType, ggufValueTypeName } from './types.js';
 import type { GgufValue } from './values.js';
 
 /** llama-hparams.h: LLAMA_MAX_LAYERS. */
@@ -99,6 +99,32 @@ export function checkLlamaLimits(file: GgufFile): void {
   }
   checkHeadSizes(r, k, arch, layers);
   checkVocab(r, file);
+  checkTensorTypes(file);
+}
+
+/** Types ggml-cpu has no dot product for (ggml-cpu.c type_traits_cpu: no vec_dot). */
+const NOT_COMPUTABLE = new Set<GgmlType>([GgmlType.Q8_1, GgmlType.Q8_K, GgmlType.I8, GgmlType.I16, GgmlType.I32, GgmlType.I64, GgmlType.F64]);
+/** Integer lookup tables some architectures store (llama-arch.cpp: GET_ROWS-only tensors). */
+const INTEGER_TABLES = /(^|\.)(ffn_gate_tid2eid|d2t)(\.|$)/;
+const EXPERT_BIAS = /^blk\.\d+\.ffn_(gate|up|down|gate_up)_exps\.bias$/;
+
+/**
+ * Tensor types ggml aborts (or crashes) on when it computes: no tensor of a type ggml-cpu cannot
+ * take a dot product with, 1-D tensors (norms, biases, scales, attention sinks) F32 as every
+ * converter writes them (ggml_soft_max_ext's sinks and the binary ops assert it), and the expert
+ * biases F32 (ggml_add_id asserts it). ggml-cpu's supports_op does not catch these at load.
+ */
+function checkTensorTypes(file: GgufFile): void {
+  for (const t of file.tensors) {
+    if (INTEGER_TABLES.test(t.name)) continue;
+    const type = ggmlType(t.type).name;
+    const fail = (why: string): never => {
+      throw new GgufError(file.path, t.offset, `tensor ${JSON.stringify(t.name)} has type ${type}: ${why}`);
+    };
+    if (NOT_COMPUTABLE.has(t.type)) fail(`llama.cpp's CPU backend cannot compute with it (it would crash)`);
+    if (t.type !== GgmlType.F32 && t.dims.length === 1) fail('a 1-D tensor must be F32 (llama.cpp aborts otherwise)');
+    if (t.type !== GgmlType.F32 && EXPERT_BIAS.test(t.name)) fail('expert biases must be F32 (llama.cpp aborts otherwise)');
+  }
 }
 
 /** load_hparams: the asserts on n_expert, n_expert_used and the expert groups. */

@@ -130,3 +130,13 @@ export const SHAPE_KV: ReadonlyArray<readonly [string, GgufValue]> = [
   ['qwen3moe.expert_used_count', gv.u32(2)],
   ['qwen3moe.embedding_length', gv.u32(64)],
 ];
+
+/** Offset of the ggml type field of tensor `name` (with `dims` dimensions) in GGUF bytes. */
+export function tensorTypeAt(bytes: Buffer, name: string, dims: number): number {
+  const n = Buffer.from(name, 'utf8');
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(n.length));
+  const at = bytes.indexOf(Buffer.concat([len, n]));
+  if (at < 0) throw new Error(`tensor ${name} not found`);
+  return at + 8 + n.length + 4 + 8 * dims;
+}

@@ -4,8 +4,8 @@
 import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GgufError, GgufValueType, MAX_STRING_ITEMS, checkLlamaLimits, describeModel, makeModel, readGguf, type GgufFile } from '../src/index.js';
-import { SHAPE_KV, kvAt, kvTypeAt, tempDir, withScalar, withU32, writeSparseArray } from './helpers.js';
+import { GgmlType, GgufError, GgufValueType, MAX_STRING_ITEMS, checkLlamaLimits, describeModel, listPresets, makeModel, planModel, readGguf, type GgufFile } from '../src/index.js';
+import { SHAPE_KV, kvAt, kvTypeAt, tempDir, tensorTypeAt, withScalar, withU32, writeSparseArray } from './helpers.js';
 
 const tmp = tempDir('bmoe-gguf-hostile-');
 const PRESETS = ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4'] as const;
@@ -142,8 +142,9 @@ describe('finding 9: truncation and wrong types, named', () => {
 });
 
 describe('finding 1: shapes the pinned llama.cpp asserts on are refused before any native load', () => {
-  it('the tiny presets pass', async () => {
+  it('the tiny presets pass, and so do the real shapes of every preset', async () => {
     for (const preset of PRESETS) checkLlamaLimits(await readGguf(file(fixtures.get(preset)!)));
+    for (const { name } of listPresets()) checkLlamaLimits(planModel({ preset: name }).layout);
   });
 
   it('expert_count 1,000,000,000 (LLAMA_MAX_EXPERTS is 1024)', async () => {
@@ -173,6 +174,21 @@ describe('finding 1: shapes the pinned llama.cpp asserts on are refused before a
   it('gemma4 key and value head sizes that differ', async () => {
     const path = file(withU32(fixtures.get('tiny-gemma4')!, 'gemma4.attention.value_length', 64));
     expect((await limitsOf(path)).message).toMatch(/gemma4\.attention\.key_length is 128 but attention\.value_length is 64/);
+  });
+
+  it('tensor types ggml-cpu aborts or crashes on', async () => {
+    const retype = (preset: string, name: string, type: GgmlType): string => {
+      const bytes = Buffer.from(fixtures.get(preset)!);
+      const dims = name.endsWith('exps.bias') ? 2 : 1;
+      const at = tensorTypeAt(bytes, name, dims);
+      bytes.writeUInt32LE(type, at);
+      return file(bytes);
+    };
+    expect((await limitsOf(retype('tiny-qwen3moe', 'blk.0.attn_norm.weight', GgmlType.I32))).message).toMatch(
+      /tensor "blk\.0\.attn_norm\.weight" has type I32: llama\.cpp's CPU backend cannot compute with it/,
+    );
+    expect((await limitsOf(retype('tiny-gpt-oss', 'blk.0.attn_sinks.weight', GgmlType.F16))).message).toMatch(/attn_sinks\.weight" has type F16: a 1-D tensor must be F32/);
+    expect((await limitsOf(retype('tiny-gpt-oss', 'blk.0.ffn_up_exps.bias', GgmlType.BF16))).message).toMatch(/ffn_up_exps\.bias" has type BF16: expert biases must be F32/);
   });
 
   it('two vocabulary tokens alike', async () => {
