@@ -15,6 +15,7 @@ import {
   parseMetricsCsv,
   readDeviceSensors,
   type BenchRow,
+  type DeviceSensors,
   type ModelHeaderInfo,
   type RunSummary,
   type TokenMetrics,
@@ -185,78 +186,17 @@ async function runRow(
   cg: MemoryCgroup | null,
   mach: BenchRow['machine'],
 ): Promise<BenchRow | null> {
-  const where = `config ${config.id}`;
-  const flags = resolveFlags(config.flags, header.expertBytes, where);
+  const flags = resolveFlags(config.flags, header.expertBytes, `config ${config.id}`);
   const csvPath = join(o.out, `${stem}.csv`);
   const csvPart = `${csvPath}.part`;
   const peer = config.tool === 'llama-completion';
-  let argv: string[];
-  if (peer) {
-    const tool = llamaToolPath('llama-completion');
-    if (!tool) throw new Error("llama.cpp's llama-completion is not built (packages/core-native/build/bin): run the setup first");
-    argv = [tool, '-m', model, '-p', o.prompt, '-n', String(o.n), '-no-cnv', '--temp', '0', '-t', String(o.threads), '--no-warmup', ...flags];
-  } else {
-    argv = [...o.bmoe, 'run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', '--csv', csvPart, ...flags];
-  }
+  const argv = peer ? peerArgv(o, model, flags) : [...o.bmoe, 'run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', '--csv', csvPart, ...flags];
 
   const startedAt = new Date().toISOString();
-  const sampler = startPressureSampler();
-  let pending = '';
-  const onStdout = (chunk: string): void => {
-    pending += chunk;
-    let nl: number;
-    while ((nl = pending.indexOf('\n')) >= 0) {
-      const line = pending.slice(0, nl);
-      pending = pending.slice(nl + 1);
-      if (line.startsWith('{"type":"token"')) {
-        const m = /"tokenIndex":(\d+)/.exec(line);
-        if (m) o.progress?.token(Number(m[1]));
-      }
-    }
-  };
-  let run: CgroupRun;
-  let samples: PressureSample[] = [];
-  try {
-    run = await runInCgroup(argv, cg, o.rowTimeoutMs ?? 2 * 3600_000, {
-      onStdout,
-      onSpawn: (pid) => sampler.attach(pid),
-      signal: o.signal,
-    });
-  } finally {
-    samples = await sampler.stop();
-  }
+  const { run, pressureStart, samples } = await spawnRow(o, argv, cg);
   if (o.signal?.aborted) return null;
 
-  let tokens: TokenMetrics[] = [];
-  let summary: RunSummary | null = null;
-  let loadReadBytes: number | null = null;
-  let peerRate: number | null = null;
-  let status: BenchRow['status'] = 'ok';
-  let error: string | null = null;
-  const lastErr = run.stderr.trim().split('\n').filter((l) => l.trim()).pop() ?? '';
-  if (run.oomKilled) {
-    status = 'oom-killed';
-    error = `killed by the OOM killer inside the ${((cg?.limitBytes ?? 0) / 2 ** 30).toFixed(2)} GiB memory limit`;
-  } else if (run.code !== 0) {
-    status = 'failed';
-    error = `exit ${run.code ?? run.signal}: ${lastErr}`;
-  } else if (peer) {
-    peerRate = parsePeerRate(run.stderr);
-    if (peerRate === null) {
-      status = 'failed';
-      error = "no 'eval time' line in llama-completion's output";
-    }
-  } else {
-    const done = parseDoneEvent(run.stdout);
-    if (!done) {
-      status = 'failed';
-      error = 'no done event in bmoe run --json output';
-    } else {
-      tokens = parseMetricsCsv(readFileSync(csvPart, 'utf8'), csvPart);
-      summary = done.summary;
-      loadReadBytes = done.load.readBytes;
-    }
-  }
+  const outcome = readOutcome(run, peer, cg, csvPart);
   const row: BenchRow = {
     schema: 'bmoe.bench.row/1',
     model: {
@@ -276,19 +216,93 @@ async function runRow(
     dropCaches: o.dropCaches,
     startedAt,
     finishedAt: new Date().toISOString(),
-    status,
-    error,
-    summary,
-    peerTokensPerSecond: peerRate,
-    loadReadBytes,
-    pressure: foldPressure(sampler.start, samples, tokens, run.peakBytes),
+    status: outcome.status,
+    error: outcome.error,
+    summary: outcome.summary,
+    peerTokensPerSecond: outcome.peerRate,
+    loadReadBytes: outcome.loadReadBytes,
+    pressure: foldPressure(pressureStart, samples, outcome.tokens, run.peakBytes),
     machine: mach,
   };
   // Files in order: CSV, log, then the record that marks the row complete.
-  if (status === 'ok' && !peer) renameSync(csvPart, csvPath);
+  if (outcome.status === 'ok' && !peer) renameSync(csvPart, csvPath);
   else rmSync(csvPart, { force: true });
   rmSync(`${csvPart}.partial`, { force: true });
   writeAtomic(join(o.out, `${stem}.log`), run.stderr);
   writeAtomic(join(o.out, `${stem}.metrics.json`), `${JSON.stringify(benchRowSchema.parse(row), null, 2)}\n`);
   return row;
+}
+
+/** A peer row's argv: llama.cpp's own llama-completion, greedy, no warm-up. */
+function peerArgv(o: MatrixOptions, model: string, flags: string[]): string[] {
+  const tool = llamaToolPath('llama-completion');
+  if (!tool) throw new Error("llama.cpp's llama-completion is not built (packages/core-native/build/bin): run the setup first");
+  return [tool, '-m', model, '-p', o.prompt, '-n', String(o.n), '-no-cnv', '--temp', '0', '-t', String(o.threads), '--no-warmup', ...flags];
+}
+
+/** Reports `--json` token events of stdout (split across chunks) to `onToken`. */
+function tokenEvents(onToken: (index: number) => void): (chunk: string) => void {
+  let pending = '';
+  return (chunk) => {
+    pending += chunk;
+    let nl: number;
+    while ((nl = pending.indexOf('\n')) >= 0) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      if (line.startsWith('{"type":"token"')) {
+        const m = /"tokenIndex":(\d+)/.exec(line);
+        if (m) onToken(Number(m[1]));
+      }
+    }
+  };
+}
+
+/** Runs the row's process in `cg`, sampling device pressure from before it starts to its end. */
+async function spawnRow(
+  o: MatrixOptions,
+  argv: string[],
+  cg: MemoryCgroup | null,
+): Promise<{ run: CgroupRun; pressureStart: DeviceSensors; samples: PressureSample[] }> {
+  const sampler = startPressureSampler();
+  let run: CgroupRun;
+  let samples: PressureSample[] = [];
+  try {
+    run = await runInCgroup(argv, cg, o.rowTimeoutMs ?? 2 * 3600_000, {
+      onStdout: tokenEvents((index) => o.progress?.token(index)),
+      onSpawn: (pid) => sampler.attach(pid),
+      signal: o.signal,
+    });
+  } finally {
+    samples = await sampler.stop();
+  }
+  return { run, pressureStart: sampler.start, samples };
+}
+
+interface RowOutcome {
+  status: BenchRow['status'];
+  error: string | null;
+  tokens: TokenMetrics[];
+  summary: RunSummary | null;
+  loadReadBytes: number | null;
+  peerRate: number | null;
+}
+
+/** What the finished process says: its status and error, or its numbers (CSV, done event, peer rate). */
+function readOutcome(run: CgroupRun, peer: boolean, cg: MemoryCgroup | null, csvPart: string): RowOutcome {
+  const none = { tokens: [], summary: null, loadReadBytes: null, peerRate: null };
+  if (run.oomKilled) {
+    return { ...none, status: 'oom-killed', error: `killed by the OOM killer inside the ${((cg?.limitBytes ?? 0) / 2 ** 30).toFixed(2)} GiB memory limit` };
+  }
+  if (run.code !== 0) {
+    const lastErr = run.stderr.trim().split('\n').filter((l) => l.trim()).pop() ?? '';
+    return { ...none, status: 'failed', error: `exit ${run.code ?? run.signal}: ${lastErr}` };
+  }
+  if (peer) {
+    const peerRate = parsePeerRate(run.stderr);
+    if (peerRate === null) return { ...none, status: 'failed', error: "no 'eval time' line in llama-completion's output" };
+    return { ...none, status: 'ok', error: null, peerRate };
+  }
+  const done = parseDoneEvent(run.stdout);
+  if (!done) return { ...none, status: 'failed', error: 'no done event in bmoe run --json output' };
+  return { status: 'ok', error: null, tokens: parseMetricsCsv(readFileSync(csvPart, 'utf8'), csvPart), summary: done.summary, loadReadBytes: done.load.readBytes, peerRate: null };
 }
