@@ -76,6 +76,153 @@ function tokensOf(stdout) {
   return { ids: events.map((e) => e.token), text: events.map((e) => e.text).join('') };
 }
 
+/** 1. Verdaccio on loopback, its own storage and users; resolves to its URL and an npm env publishing to it. */
+async function startRegistry(tmp, onSpawn) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}/`;
+  const upstream = run('npm', ['config', 'get', 'registry']).stdout.trim() || 'https://registry.npmjs.org/';
+  writeFileSync(join(tmp, 'config.yaml'), [
+    `storage: ${join(tmp, 'storage')}`,
+    'auth:', '  htpasswd:', `    file: ${join(tmp, 'htpasswd')}`, '    max_users: 10',
+    'uplinks:', '  npmjs:', `    url: ${upstream}`, '    timeout: 60s',
+    'packages:',
+    "  '@bmoe/*':", '    access: $all', '    publish: $authenticated',
+    "  '**':", '    access: $all', '    publish: $authenticated', '    proxy: npmjs',
+    'log: { type: stdout, format: pretty, level: warn }',
+    '',
+  ].join('\n'));
+  const bin = join(dirname(require.resolve('verdaccio/package.json')), 'bin', 'verdaccio');
+  const verdaccio = spawn(process.execPath, [bin, '--config', join(tmp, 'config.yaml'), '--listen', `127.0.0.1:${port}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  onSpawn(verdaccio);
+  let vlog = '';
+  verdaccio.stdout.on('data', (d) => (vlog += d));
+  verdaccio.stderr.on('data', (d) => (vlog += d));
+  await waitFor(`${url}-/ping`, 60_000).catch((e) => {
+    throw new Error(`${e.message}\n${vlog}`);
+  });
+  const user = await fetch(`${url}-/user/org.couchdb.user:bmoe`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bmoe', password: 'bmoe-registry-test', email: 'ci@localhost' }),
+  });
+  const { token } = await user.json();
+  if (!token) throw new Error(`verdaccio gave no token (HTTP ${user.status})`);
+  const npmrc = join(tmp, 'npmrc');
+  writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${port}/:_authToken=${token}\n`);
+  const npmEnv = {
+    ...process.env,
+    NPM_CONFIG_USERCONFIG: npmrc,
+    npm_config_registry: url,
+    npm_config_cache: join(tmp, 'npm-cache'),
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
+    npm_config_update_notifier: 'false',
+  };
+  check('verdaccio up on loopback', true, url);
+  return { url, npmEnv };
+}
+
+/** 2. Pack (pnpm pack rewrites workspace:*) and publish in dependency order; whether the wasm package was among them. */
+function publishPackages(tmp, url, npmEnv) {
+  const packed = packAll({ outDir: join(tmp, 'tarballs'), allowMissing: true, log: (m) => console.log(m) });
+  publishAll(packed, { registry: url, env: npmEnv, log: (m) => console.log(m) });
+  const names = packed.map((p) => p.pkg.name);
+  check('published every package', ['@bmoe/gguf', '@bmoe/core-native', '@bmoe/core-native-linux-x64-gnu', '@bmoe/engine', '@bmoe/cli'].every((n) => names.includes(n)), names.join(', '));
+  return { wasmPublished: names.includes('@bmoe/core-native-wasm32-wasi') };
+}
+
+/** 3. The fixture and the reference tokens from this checkout's build. */
+function reference(tmp) {
+  const model = join(tmp, 'tiny.gguf');
+  mustRun(process.execPath, [cli, 'make-model', '--preset', 'tiny-qwen3moe', '--out', model]);
+  const runArgs = ['run', model, '-p', PROMPT, '-n', String(N), '-t', '2', '--json'];
+  const expected = tokensOf(mustRun(process.execPath, [cli, ...runArgs]).stdout);
+  const expectedInfo = mustRun(process.execPath, [cli, 'info', model]).stdout;
+  return { model, runArgs, expected, expectedInfo };
+}
+
+/** 4a. An empty folder, PATH with node, npm and npx only. */
+function bareSite(tmp, npmEnv) {
+  const binDir = join(tmp, 'bin');
+  mkdirSync(binDir);
+  const npmCli = dirname(realpathSync(mustRun('/bin/sh', ['-c', 'command -v npm']).stdout.trim()));
+  symlinkSync(process.execPath, join(binDir, 'node'));
+  symlinkSync(join(npmCli, 'npm-cli.js'), join(binDir, 'npm'));
+  symlinkSync(join(npmCli, 'npx-cli.js'), join(binDir, 'npx'));
+  // npx runs the bin through a shell: name it by path, so PATH stays node/npm/npx only.
+  const env = { ...npmEnv, PATH: binDir, npm_config_script_shell: '/bin/sh' };
+  delete env.BMOE_NATIVE_PATH;
+  delete env.BMOE_FORCE_WASM;
+  delete env.BMOE_LLAMA_BIN_DIR;
+  const found = TOOLS.filter((t) => run('/bin/sh', ['-c', `command -v ${t}`], { env }).status === 0);
+  check('no compiler or build tool on PATH', found.length === 0, found.length ? `found ${found.join(', ')}` : `PATH=${binDir}`);
+  const app = join(tmp, 'app');
+  mkdirSync(app);
+  return {
+    app,
+    env,
+    /** Runs a tool of the bare PATH (node, npm, npx) in the app folder, with `extraEnv` on top. */
+    tool: (name, args, extraEnv = {}) => run(join(binDir, name), args, { cwd: app, env: { ...env, ...extraEnv } }),
+  };
+}
+
+/** 4b. npm install from the local registry, prebuilt and nothing compiled; false when the install failed. */
+function installFromRegistry(site, url) {
+  const install = site.tool('npm', ['install', '@bmoe/engine', '@bmoe/cli', '--no-audit', '--no-fund', '--loglevel', 'error']);
+  check('npm install @bmoe/engine @bmoe/cli from the local registry', install.status === 0, install.status === 0 ? '' : install.stderr.slice(-2000));
+  if (install.status !== 0) return false;
+  const nm = join(site.app, 'node_modules', '@bmoe');
+  check('the linux-x64-gnu platform package was installed with its binary', existsSync(join(nm, 'core-native-linux-x64-gnu', 'bmoe.linux-x64-gnu.node')));
+  check('nothing was compiled at install (no build folder)', !existsSync(join(nm, 'core-native', 'build')));
+  const lock = JSON.parse(readFileSync(join(site.app, 'package-lock.json'), 'utf8'));
+  const resolvedFrom = Object.entries(lock.packages).filter(([k]) => k.includes('@bmoe/')).map(([, v]) => v.resolved ?? '');
+  check('every @bmoe package came from the local registry', resolvedFrom.length >= 5 && resolvedFrom.every((r) => r.startsWith(url)), `${resolvedFrom.length} packages`);
+  return true;
+}
+
+/** 4c. The installed CLI on the prebuilt: the loader's pick, `info`, and the same greedy tokens. */
+function checkPrebuilt(site, ref) {
+  const source = site.tool('node', ['--input-type=module', '-e', "const m = await import('@bmoe/core-native'); console.log(JSON.stringify(m.bindingSource()))"]);
+  const src = source.status === 0 ? JSON.parse(source.stdout) : { candidate: source.stderr.trim() };
+  check('the loader picked the prebuilt @bmoe/core-native-linux-x64-gnu', src.candidate === '@bmoe/core-native-linux-x64-gnu' && src.wasm === false, src.candidate);
+
+  const info = site.tool('npx', ['--no-install', '@bmoe/cli', 'info', ref.model]);
+  check('npx @bmoe/cli info', info.status === 0 && info.stdout === ref.expectedInfo, info.status === 0 ? '' : info.stderr.slice(-1000));
+
+  const t0 = performance.now();
+  const got = site.tool('npx', ['--no-install', '@bmoe/cli', ...ref.runArgs]);
+  const ms = performance.now() - t0;
+  const tokens = got.status === 0 ? tokensOf(got.stdout) : { ids: [], text: got.stderr.slice(-1000) };
+  check(`npx @bmoe/cli run: the same ${N} greedy tokens as this checkout's build`, tokens.ids.length === N && JSON.stringify(tokens.ids) === JSON.stringify(ref.expected.ids), `${JSON.stringify(tokens.text.slice(0, 60))} (${ms.toFixed(0)} ms)`);
+}
+
+/** 5. The wasm32-wasi build, forced (installed explicitly: npm skips it on x64, cpu is wasm32). */
+function checkWasm(tmp, site, ref) {
+  const w = site.tool('npm', ['install', '--no-save', '--force', '@bmoe/core-native-wasm32-wasi', '--no-audit', '--no-fund', '--loglevel', 'error']);
+  check('npm install @bmoe/core-native-wasm32-wasi', w.status === 0, w.status === 0 ? '' : w.stderr.slice(-1000));
+  // The wasm build rounds like the arm64 build (both equal arm64 llama-completion), and on the
+  // tiny qwen3moe and gemma4 fixtures, whose successors are near-tied by design, x64's AVX2 kernels
+  // flip a late token; on tiny-gpt-oss all three agree, so that is where identity is asserted.
+  const oss = join(tmp, 'tiny-gpt-oss.gguf');
+  mustRun(process.execPath, [cli, 'make-model', '--preset', 'tiny-gpt-oss', '--out', oss]);
+  const ossArgs = ['run', oss, '-p', PROMPT, '-n', String(N), '-t', '1', '--json'];
+  const nr = site.tool('npx', ['--no-install', '@bmoe/cli', ...ossArgs]);
+  const t1 = performance.now();
+  const wr = site.tool('npx', ['--no-install', '@bmoe/cli', ...ossArgs], { BMOE_FORCE_WASM: '1' });
+  const wms = performance.now() - t1;
+  const want = nr.status === 0 ? tokensOf(nr.stdout) : { ids: ['native run failed'], text: nr.stderr.slice(-500) };
+  const wt = wr.status === 0 ? tokensOf(wr.stdout) : { ids: [], text: wr.stderr.slice(-1000) };
+  check('BMOE_FORCE_WASM=1 npx @bmoe/cli run: the same tokens through wasm32-wasi as the linux-x64 prebuilt (tiny-gpt-oss)',
+    wt.ids.length === N && JSON.stringify(wt.ids) === JSON.stringify(want.ids), `${JSON.stringify(wt.text.slice(0, 60))} (${wms.toFixed(0)} ms)`);
+  const wq = site.tool('npx', ['--no-install', '@bmoe/cli', ...ref.runArgs], { BMOE_FORCE_WASM: '1' });
+  const q = wq.status === 0 ? tokensOf(wq.stdout).ids : [];
+  const firstDiff = q.findIndex((id, i) => id !== ref.expected.ids[i]);
+  check('BMOE_FORCE_WASM=1 runs tiny-qwen3moe too', q.length === N,
+    firstDiff < 0 ? 'same tokens as x64' : `x64 differs from token ${firstDiff} (SIMD rounding; wasm equals the arm64 build there)`);
+}
+
 async function main() {
   const prebuilt = join(root, 'packages', 'core-native', 'npm', 'linux-x64-gnu', 'bmoe.linux-x64-gnu.node');
   if (!existsSync(prebuilt)) {
@@ -85,129 +232,14 @@ async function main() {
   const tmp = mkdtempSync(join(tmpdir(), 'bmoe-registry-'));
   let verdaccio;
   try {
-    // 1. Verdaccio on loopback, its own storage and users.
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}/`;
-    const upstream = run('npm', ['config', 'get', 'registry']).stdout.trim() || 'https://registry.npmjs.org/';
-    writeFileSync(join(tmp, 'config.yaml'), [
-      `storage: ${join(tmp, 'storage')}`,
-      'auth:', '  htpasswd:', `    file: ${join(tmp, 'htpasswd')}`, '    max_users: 10',
-      'uplinks:', '  npmjs:', `    url: ${upstream}`, '    timeout: 60s',
-      'packages:',
-      "  '@bmoe/*':", '    access: $all', '    publish: $authenticated',
-      "  '**':", '    access: $all', '    publish: $authenticated', '    proxy: npmjs',
-      'log: { type: stdout, format: pretty, level: warn }',
-      '',
-    ].join('\n'));
-    const bin = join(dirname(require.resolve('verdaccio/package.json')), 'bin', 'verdaccio');
-    verdaccio = spawn(process.execPath, [bin, '--config', join(tmp, 'config.yaml'), '--listen', `127.0.0.1:${port}`], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let vlog = '';
-    verdaccio.stdout.on('data', (d) => (vlog += d));
-    verdaccio.stderr.on('data', (d) => (vlog += d));
-    await waitFor(`${url}-/ping`, 60_000).catch((e) => {
-      throw new Error(`${e.message}\n${vlog}`);
-    });
-    const user = await fetch(`${url}-/user/org.couchdb.user:bmoe`, {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bmoe', password: 'bmoe-registry-test', email: 'ci@localhost' }),
-    });
-    const { token } = await user.json();
-    if (!token) throw new Error(`verdaccio gave no token (HTTP ${user.status})`);
-    const npmrc = join(tmp, 'npmrc');
-    writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${port}/:_authToken=${token}\n`);
-    const npmEnv = {
-      ...process.env,
-      NPM_CONFIG_USERCONFIG: npmrc,
-      npm_config_registry: url,
-      npm_config_cache: join(tmp, 'npm-cache'),
-      npm_config_audit: 'false',
-      npm_config_fund: 'false',
-      npm_config_update_notifier: 'false',
-    };
-    check('verdaccio up on loopback', true, url);
-
-    // 2. Pack (pnpm pack rewrites workspace:*) and publish in dependency order.
-    const packed = packAll({ outDir: join(tmp, 'tarballs'), allowMissing: true, log: (m) => console.log(m) });
-    publishAll(packed, { registry: url, env: npmEnv, log: (m) => console.log(m) });
-    const names = packed.map((p) => p.pkg.name);
-    check('published every package', ['@bmoe/gguf', '@bmoe/core-native', '@bmoe/core-native-linux-x64-gnu', '@bmoe/engine', '@bmoe/cli'].every((n) => names.includes(n)), names.join(', '));
-    const wasmPublished = names.includes('@bmoe/core-native-wasm32-wasi');
-
-    // 3. The fixture and the reference tokens from this checkout's build.
-    const model = join(tmp, 'tiny.gguf');
-    mustRun(process.execPath, [cli, 'make-model', '--preset', 'tiny-qwen3moe', '--out', model]);
-    const runArgs = ['run', model, '-p', PROMPT, '-n', String(N), '-t', '2', '--json'];
-    const expected = tokensOf(mustRun(process.execPath, [cli, ...runArgs]).stdout);
-    const expectedInfo = mustRun(process.execPath, [cli, 'info', model]).stdout;
-
-    // 4. An empty folder, PATH with node, npm and npx only.
-    const binDir = join(tmp, 'bin');
-    mkdirSync(binDir);
-    const npmCli = dirname(realpathSync(mustRun('/bin/sh', ['-c', 'command -v npm']).stdout.trim()));
-    symlinkSync(process.execPath, join(binDir, 'node'));
-    symlinkSync(join(npmCli, 'npm-cli.js'), join(binDir, 'npm'));
-    symlinkSync(join(npmCli, 'npx-cli.js'), join(binDir, 'npx'));
-    // npx runs the bin through a shell: name it by path, so PATH stays node/npm/npx only.
-    const env = { ...npmEnv, PATH: binDir, npm_config_script_shell: '/bin/sh' };
-    delete env.BMOE_NATIVE_PATH;
-    delete env.BMOE_FORCE_WASM;
-    delete env.BMOE_LLAMA_BIN_DIR;
-    const found = TOOLS.filter((t) => run('/bin/sh', ['-c', `command -v ${t}`], { env }).status === 0);
-    check('no compiler or build tool on PATH', found.length === 0, found.length ? `found ${found.join(', ')}` : `PATH=${binDir}`);
-    const app = join(tmp, 'app');
-    mkdirSync(app);
-    const install = run(join(binDir, 'npm'), ['install', '@bmoe/engine', '@bmoe/cli', '--no-audit', '--no-fund', '--loglevel', 'error'], { cwd: app, env });
-    check('npm install @bmoe/engine @bmoe/cli from the local registry', install.status === 0, install.status === 0 ? '' : install.stderr.slice(-2000));
-    if (install.status !== 0) return;
-    const nm = join(app, 'node_modules', '@bmoe');
-    check('the linux-x64-gnu platform package was installed with its binary', existsSync(join(nm, 'core-native-linux-x64-gnu', 'bmoe.linux-x64-gnu.node')));
-    check('nothing was compiled at install (no build folder)', !existsSync(join(nm, 'core-native', 'build')));
-    const lock = JSON.parse(readFileSync(join(app, 'package-lock.json'), 'utf8'));
-    const resolvedFrom = Object.entries(lock.packages).filter(([k]) => k.includes('@bmoe/')).map(([, v]) => v.resolved ?? '');
-    check('every @bmoe package came from the local registry', resolvedFrom.length >= 5 && resolvedFrom.every((r) => r.startsWith(url)), `${resolvedFrom.length} packages`);
-
-    const source = run(join(binDir, 'node'), ['--input-type=module', '-e', "const m = await import('@bmoe/core-native'); console.log(JSON.stringify(m.bindingSource()))"], { cwd: app, env });
-    const src = source.status === 0 ? JSON.parse(source.stdout) : { candidate: source.stderr.trim() };
-    check('the loader picked the prebuilt @bmoe/core-native-linux-x64-gnu', src.candidate === '@bmoe/core-native-linux-x64-gnu' && src.wasm === false, src.candidate);
-
-    const info = run(join(binDir, 'npx'), ['--no-install', '@bmoe/cli', 'info', model], { cwd: app, env });
-    check('npx @bmoe/cli info', info.status === 0 && info.stdout === expectedInfo, info.status === 0 ? '' : info.stderr.slice(-1000));
-
-    const t0 = performance.now();
-    const got = run(join(binDir, 'npx'), ['--no-install', '@bmoe/cli', ...runArgs], { cwd: app, env });
-    const ms = performance.now() - t0;
-    const tokens = got.status === 0 ? tokensOf(got.stdout) : { ids: [], text: got.stderr.slice(-1000) };
-    check(`npx @bmoe/cli run: the same ${N} greedy tokens as this checkout's build`, tokens.ids.length === N && JSON.stringify(tokens.ids) === JSON.stringify(expected.ids), `${JSON.stringify(tokens.text.slice(0, 60))} (${ms.toFixed(0)} ms)`);
-
-    // 5. The wasm32-wasi build, forced (installed explicitly: npm skips it on x64, cpu is wasm32).
-    if (wasmPublished) {
-      const w = run(join(binDir, 'npm'), ['install', '--no-save', '--force', '@bmoe/core-native-wasm32-wasi', '--no-audit', '--no-fund', '--loglevel', 'error'], { cwd: app, env });
-      check('npm install @bmoe/core-native-wasm32-wasi', w.status === 0, w.status === 0 ? '' : w.stderr.slice(-1000));
-      // The wasm build rounds like the arm64 build (both equal arm64 llama-completion), and on the
-      // tiny qwen3moe and gemma4 fixtures, whose successors are near-tied by design, x64's AVX2 kernels
-      // flip a late token; on tiny-gpt-oss all three agree, so that is where identity is asserted.
-      const oss = join(tmp, 'tiny-gpt-oss.gguf');
-      mustRun(process.execPath, [cli, 'make-model', '--preset', 'tiny-gpt-oss', '--out', oss]);
-      const ossArgs = ['run', oss, '-p', PROMPT, '-n', String(N), '-t', '1', '--json'];
-      const nr = run(join(binDir, 'npx'), ['--no-install', '@bmoe/cli', ...ossArgs], { cwd: app, env });
-      const t1 = performance.now();
-      const wr = run(join(binDir, 'npx'), ['--no-install', '@bmoe/cli', ...ossArgs], { cwd: app, env: { ...env, BMOE_FORCE_WASM: '1' } });
-      const wms = performance.now() - t1;
-      const want = nr.status === 0 ? tokensOf(nr.stdout) : { ids: ['native run failed'], text: nr.stderr.slice(-500) };
-      const wt = wr.status === 0 ? tokensOf(wr.stdout) : { ids: [], text: wr.stderr.slice(-1000) };
-      check('BMOE_FORCE_WASM=1 npx @bmoe/cli run: the same tokens through wasm32-wasi as the linux-x64 prebuilt (tiny-gpt-oss)',
-        wt.ids.length === N && JSON.stringify(wt.ids) === JSON.stringify(want.ids), `${JSON.stringify(wt.text.slice(0, 60))} (${wms.toFixed(0)} ms)`);
-      const wq = run(join(binDir, 'npx'), ['--no-install', '@bmoe/cli', ...runArgs], { cwd: app, env: { ...env, BMOE_FORCE_WASM: '1' } });
-      const q = wq.status === 0 ? tokensOf(wq.stdout).ids : [];
-      const firstDiff = q.findIndex((id, i) => id !== expected.ids[i]);
-      check('BMOE_FORCE_WASM=1 runs tiny-qwen3moe too', q.length === N,
-        firstDiff < 0 ? 'same tokens as x64' : `x64 differs from token ${firstDiff} (SIMD rounding; wasm equals the arm64 build there)`);
-    } else {
-      console.log('skip wasm32-wasi: not built (packages/core-native/npm/wasm32-wasi/bmoe.wasm32-wasi.wasm)');
-    }
+    const { url, npmEnv } = await startRegistry(tmp, (child) => (verdaccio = child));
+    const { wasmPublished } = publishPackages(tmp, url, npmEnv);
+    const ref = reference(tmp);
+    const site = bareSite(tmp, npmEnv);
+    if (!installFromRegistry(site, url)) return;
+    checkPrebuilt(site, ref);
+    if (wasmPublished) checkWasm(tmp, site, ref);
+    else console.log('skip wasm32-wasi: not built (packages/core-native/npm/wasm32-wasi/bmoe.wasm32-wasi.wasm)');
   } finally {
     verdaccio?.kill('SIGTERM');
     if (!process.env.BMOE_KEEP_TMP) rmSync(tmp, { recursive: true, force: true });
