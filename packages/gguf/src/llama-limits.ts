@@ -5,6 +5,7 @@
 // a tensor of the wrong shape) is left to it: those come back as a load error, not a crash.
 
 import { GgufError } from './errors.js';
+import { quoteName } from './quote.js';
 import type { GgufFile } from './reader.js';
 import { GgmlType, GgufValueType, ggmlType, ggufValueTypeName } from './types.js';
 import type { GgufValue } from './values.js';
@@ -20,7 +21,9 @@ class Rules {
   constructor(private readonly file: GgufFile) {}
 
   fail(key: string, problem: string): never {
-    throw new GgufError(this.file.path, this.file.entries?.get(key)?.offset, `${key} ${problem}`);
+    // Keys come from the file: shown as they are when short and plain, else quoted and bounded.
+    const shown = /^[\x21-\x7e]{1,96}$/.test(key) ? key : quoteName(key);
+    throw new GgufError(this.file.path, this.file.entries?.get(key)?.offset, `${shown} ${problem}`);
   }
 
   private describe(v: GgufValue): string {

@@ -26,7 +26,7 @@ export interface GgufEntry {
 export interface ReadOptions {
   /** Array items loaded over the whole file (default 4,194,304 = 2^22; real tokenizer tables hold ~1M). */
   maxItems?: number;
-  /** String bytes loaded over the whole file, keys included (default 64 MiB). */
+  /** String bytes loaded over the whole file (default 64 MiB; keys are bounded apart, see MAX_KEYS_BYTES). */
   maxStringBytes?: number;
 }
 
@@ -41,10 +41,14 @@ export const MAX_KEY_BYTES = 65_535;
  */
 export const MAX_STRING_ITEMS = 1 << 24;
 
+/** Bytes all keys together may take (real headers: a few KB); keys cannot be skipped. */
+export const MAX_KEYS_BYTES = 16 << 20;
+
 /** What is left of the read budget; values draw from it as they are loaded. */
 export interface Budget {
   items: number;
   bytes: number;
+  keyBytes: number;
 }
 
 export interface Metadata {
@@ -64,8 +68,8 @@ export async function readMetadata(c: Cursor, count: number, budget: Budget): Pr
     const keyAt = c.pos;
     const keyBytes = await c.strLength(`key ${i}`);
     if (keyBytes > MAX_KEY_BYTES) c.fail(`metadata key ${i} is ${keyBytes} bytes long, GGUF allows at most ${MAX_KEY_BYTES}`, keyAt);
-    if (keyBytes > budget.bytes) c.fail(`metadata keys take more than the ${budget.bytes} bytes left to read strings into (corrupt or hostile header)`, keyAt);
-    budget.bytes -= keyBytes;
+    if (keyBytes > budget.keyBytes) c.fail(`metadata keys take more than ${MAX_KEYS_BYTES} bytes (corrupt or hostile header)`, keyAt);
+    budget.keyBytes -= keyBytes;
     const key = await c.strBytes(keyBytes, `key ${i}`);
     if (key.length === 0) c.fail(`metadata key ${i} is empty`, keyAt);
     if (entries.has(key)) c.fail(`duplicate metadata key ${quoteName(key)}`, keyAt);

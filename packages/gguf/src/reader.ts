@@ -9,7 +9,7 @@
 
 import { open } from 'node:fs/promises';
 import { Cursor } from './cursor.js';
-import { DEFAULT_MAX_ITEMS, DEFAULT_MAX_STRING_BYTES, readMetadata, type Budget, type GgufEntry, type ReadOptions } from './metadata.js';
+import { DEFAULT_MAX_ITEMS, DEFAULT_MAX_STRING_BYTES, MAX_KEYS_BYTES, readMetadata, type Budget, type GgufEntry, type ReadOptions } from './metadata.js';
 import { quoteName } from './quote.js';
 import { GgmlType, GgufValueType, ggmlTypeInfo } from './types.js';
 import type { GgufValue } from './values.js';
@@ -67,7 +67,11 @@ const MIN_TENSOR_INFO_BYTES = 8 + 1 + 4 + 8 + 4 + 8; // name length, name, n_dim
  * `entries` but not loaded into `kv`.
  */
 export async function readGguf(path: string, options: ReadOptions = {}): Promise<GgufFile> {
-  const budget: Budget = { items: options.maxItems ?? DEFAULT_MAX_ITEMS, bytes: options.maxStringBytes ?? DEFAULT_MAX_STRING_BYTES };
+  const budget: Budget = {
+    items: options.maxItems ?? DEFAULT_MAX_ITEMS,
+    bytes: options.maxStringBytes ?? DEFAULT_MAX_STRING_BYTES,
+    keyBytes: MAX_KEYS_BYTES,
+  };
   const fh = await open(path, 'r');
   try {
     const { size } = await fh.stat();

@@ -45,14 +45,16 @@ describe('reader fuzz', () => {
     let peakHeap = 0;
     let described = 0;
     let refused = 0;
+    // Small read budgets too, so the described-not-loaded paths are fuzzed as well.
+    const budget = fc.record({ maxItems: fc.constantFrom(undefined, 0, 100, 5000), maxStringBytes: fc.constantFrom(undefined, 0, 1000, 100_000) });
     await fc.assert(
-      fc.asyncProperty(fc.nat(), mutationsArb(), async (which, mutations) => {
+      fc.asyncProperty(fc.nat(), mutationsArb(), budget, async (which, mutations, options) => {
         const fixture = fixtures[which % fixtures.length]!;
         const { bytes, growTo } = applyMutations(fixture, mutations);
         writeCase(path, bytes, growTo);
         const t0 = performance.now();
         try {
-          const file = await readGguf(path);
+          const file = await readGguf(path, options);
           describeModel(file);
           checkLlamaLimits(file);
           described++;
