@@ -6,15 +6,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NativeGenerateResult } from '@bmoe/core-native';
 import { loadModel, type Generation, type Model } from '../src/index.js';
+import { nativeBinding } from '../src/native.js';
 
 describe('sessions sharing one streamed model', () => {
   let dir: string;
+  let fixture: string;
   let model: Model;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bmoe-concurrency-'));
-    const fixture = join(dir, 'tiny-qwen3moe.gguf');
+    fixture = join(dir, 'tiny-qwen3moe.gguf');
     await makeModel({ preset: 'tiny-qwen3moe', out: fixture });
     model = await loadModel(fixture, { threads: 2, stream: { moeStream: true, cacheMb: 0 } });
   });
@@ -50,5 +53,31 @@ describe('sessions sharing one streamed model', () => {
     expect(resB.stopReason).toBe('abort');
     expect(resB.generatedTokens).toBe(0);
     expect(bTokens).toEqual([]);
+  });
+
+  // The same at the binding: the engine drops late tokens of an aborted generation, so only the
+  // native result shows whether B really stopped or decoded its full length behind A's back.
+  it('natively, B stops with abort and decodes nothing', async () => {
+    const binding = await nativeBinding();
+    const m = await binding.loadModel({ path: fixture, stream: { cacheMb: 0 } });
+    const params = { nCtx: 512, nBatch: 512, nUbatch: 512, threads: 2 };
+    const [ca, cb] = [m.createContext(params), m.createContext(params)];
+    const req = async (text: string) => ({ tokens: await m.prepare({ text }), maxTokens: 64, sampling: { temperature: 0, topK: 40, topP: 0.95, seed: 0 } });
+    const [ra, rb] = [await req('The quick brown fox'), await req('Once upon a time')];
+    let pb: Promise<NativeGenerateResult> | undefined;
+    const pa = ca.generate(ra, (ev) => {
+      if (ev.metrics.tokenIndex === 0) {
+        pb = cb.generate(rb, () => undefined); // waits for A's decode lock
+        setTimeout(() => cb.abort(), 50);
+      }
+    });
+    const resA = await pa;
+    if (!pb) throw new Error('B never started');
+    const resB = await pb;
+    ca.close();
+    cb.close();
+    m.close();
+    expect(resA.generatedTokens).toBe(64);
+    expect({ stopReason: resB.stopReason, generatedTokens: resB.generatedTokens }).toEqual({ stopReason: 'abort', generatedTokens: 0 });
   });
 });

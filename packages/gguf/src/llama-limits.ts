@@ -18,7 +18,7 @@ export const LLAMA_MAX_EXPERTS = 1024;
 const ROPE_SCALING_TYPES: readonly string[] = ['none', 'linear', 'yarn', 'longrope'];
 
 class Rules {
-  constructor(private readonly file: GgufFile) {}
+  constructor(readonly file: GgufFile) {}
 
   fail(key: string, problem: string): never {
     // Keys come from the file: shown as they are when short and plain, else quoted and bounded.
@@ -101,6 +101,8 @@ export function checkLlamaLimits(file: GgufFile): void {
     r.fail(k('rope.scaling.type'), `is ${JSON.stringify(rope.slice(0, 40))}, llama.cpp knows ${ROPE_SCALING_TYPES.join(', ')}`);
   }
   checkHeadSizes(r, k, arch, layers);
+  checkAttention(r, k, arch, layers, nextn);
+  checkEpsilons(r, file, arch);
   checkVocab(r, file);
   checkTensorTypes(file);
 }
@@ -174,6 +176,37 @@ function checkHeadSizes(r: Rules, k: (name: string) => string, arch: string, lay
     const swaV = r.u32(k('attention.value_length_swa')) ?? headV;
     if (headK !== headV) r.fail(k('attention.key_length'), `is ${headK} but attention.value_length is ${headV}; llama.cpp's ${arch} needs them equal`);
     if (swaK !== swaV) r.fail(k('attention.key_length_swa'), `is ${swaK} but attention.value_length_swa is ${swaV}; llama.cpp's ${arch} needs them equal`);
+  }
+}
+
+/**
+ * Sliding-window attention: the KV cache asserts some layer is SWA (llama-model.cpp
+ * create_memory: GGML_ASSERT(hparams.is_swa_any())) for gpt-oss (a period: layer il is SWA when
+ * period is 0 or il % period < period - 1) and gemma4 (one flag per layer); gemma4's shared-KV
+ * layers must leave two to share from (GGML_ASSERT(n_layer_kv_from_start >= 2)).
+ */
+function checkAttention(r: Rules, k: (name: string) => string, arch: string, layersAll: number, nextn: number): void {
+  const key = k('attention.sliding_window_pattern');
+  const layers = layersAll - nextn; // hparams.n_layer()
+  if (arch === 'gpt-oss' && r.file.kv.has(key)) {
+    const period = r.u32(key) ?? 2;
+    if (!(layers > 0 && (period === 0 || period >= 2))) r.fail(key, `is ${period}, which makes no layer sliding-window; llama.cpp's ${arch} needs one`);
+  }
+  if (arch === 'gemma4') {
+    const flags = r.perLayer(key, layers);
+    if (flags && !flags.some((f) => f !== 0)) r.fail(key, `marks no layer sliding-window; llama.cpp's ${arch} needs one`);
+    const shared = r.u32(k('attention.shared_kv_layers')) ?? 0;
+    const fromStart = (layersAll - (shared | 0)) | 0; // int32, as models/gemma4.cpp computes it
+    if (fromStart < 2) r.fail(k('attention.shared_kv_layers'), `is ${shared}, which leaves ${fromStart} layers with their own KV; llama.cpp needs 2`);
+  }
+}
+
+/** ggml's norms assert eps >= 0 (ggml-cpu ops.cpp): every <arch>.*epsilon a float32, not negative or NaN. */
+function checkEpsilons(r: Rules, file: GgufFile, arch: string): void {
+  for (const [key, v] of file.kv) {
+    if (!key.startsWith(`${arch}.`) || !key.endsWith('epsilon')) continue;
+    if (v.type !== GgufValueType.FLOAT32) r.fail(key, `is not a float32, but llama.cpp reads it as one`);
+    if (!(v.value >= 0)) r.fail(key, `is ${v.value}; ggml's norms need an epsilon >= 0`);
   }
 }
 

@@ -4,7 +4,7 @@
 import { readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GgmlType, GgufError, GgufValueType, MAX_STRING_ITEMS, checkLlamaLimits, describeModel, listPresets, makeModel, planModel, readGguf, type GgufFile } from '../src/index.js';
+import { GgmlType, GgufError, GgufValueType, MAX_STRING_ITEMS, checkLlamaLimits, describeModel, gv, layoutGguf, listPresets, makeModel, planModel, readGguf, type GgufFile } from '../src/index.js';
 import { SHAPE_KV, kvAt, kvTypeAt, tempDir, tensorTypeAt, withScalar, withU32, writeSparseArray } from './helpers.js';
 
 const tmp = tempDir('bmoe-gguf-hostile-');
@@ -174,6 +174,36 @@ describe('finding 1: shapes the pinned llama.cpp asserts on are refused before a
   it('gemma4 key and value head sizes that differ', async () => {
     const path = file(withU32(fixtures.get('tiny-gemma4')!, 'gemma4.attention.value_length', 64));
     expect((await limitsOf(path)).message).toMatch(/gemma4\.attention\.key_length is 128 but attention\.value_length is 64/);
+  });
+
+  it('a NaN or negative norm epsilon (ggml: GGML_ASSERT(eps >= 0.0f))', async () => {
+    const nan = withScalar(fixtures.get('tiny-gemma4')!, 'gemma4.attention.layer_norm_rms_epsilon', GgufValueType.FLOAT32, (b, at) => b.writeUInt32LE(0xffffffff, at));
+    expect((await limitsOf(file(nan))).message).toMatch(/gemma4\.attention\.layer_norm_rms_epsilon is NaN; ggml's norms need an epsilon >= 0/);
+    const neg = withScalar(qwen(), 'qwen3moe.attention.layer_norm_rms_epsilon', GgufValueType.FLOAT32, (b, at) => b.writeFloatLE(-1, at));
+    expect((await limitsOf(file(neg))).message).toMatch(/layer_norm_rms_epsilon is -1/);
+  });
+
+  it('sliding-window patterns with no sliding-window layer, and gemma4 KV sharing that leaves < 2 layers', async () => {
+    const gptOss = (pattern: number): GgufFile =>
+      layoutGguf({
+        kv: [
+          ['general.architecture', gv.str('gpt-oss')],
+          ['gpt-oss.block_count', gv.u32(4)],
+          ['gpt-oss.expert_count', gv.u32(8)],
+          ['gpt-oss.expert_used_count', gv.u32(4)],
+          ['gpt-oss.attention.sliding_window_pattern', gv.u32(pattern)],
+        ],
+        tensors: [],
+      }, 'gpt-oss.gguf');
+    checkLlamaLimits(gptOss(2));
+    checkLlamaLimits(gptOss(0));
+    expect((await failure(() => checkLlamaLimits(gptOss(1)))).message).toMatch(/^gpt-oss\.gguf: gpt-oss\.attention\.sliding_window_pattern is 1, which makes no layer sliding-window/);
+    const gemma = fixtures.get('tiny-gemma4')!;
+    expect((await limitsOf(file(withU32(gemma, 'gemma4.attention.shared_kv_layers', 5)))).message).toMatch(/shared_kv_layers is 5, which leaves 1 layers with their own KV/);
+    expect((await limitsOf(file(withU32(gemma, 'gemma4.attention.shared_kv_layers', 0x80000000)))).message).toMatch(/shared_kv_layers is 2147483648/);
+    const flags = Buffer.from(gemma);
+    flags.fill(0, kvTypeAt(flags, 'gemma4.attention.sliding_window_pattern') + 4 + 4 + 8, kvTypeAt(flags, 'gemma4.attention.sliding_window_pattern') + 4 + 4 + 8 + 6);
+    expect((await limitsOf(file(flags))).message).toMatch(/sliding_window_pattern marks no layer sliding-window/);
   });
 
   it('tensor types ggml-cpu aborts or crashes on', async () => {
