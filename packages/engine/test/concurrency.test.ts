@@ -67,8 +67,9 @@ describe('sessions sharing one streamed model', () => {
     let pb: Promise<NativeGenerateResult> | undefined;
     const pa = ca.generate(ra, (ev) => {
       if (ev.metrics.tokenIndex === 0) {
-        pb = cb.generate(rb, () => undefined); // waits for A's decode lock
-        setTimeout(() => cb.abort(), 50);
+        pb = cb.generate(rb, () => undefined); // its thread waits for A's decode lock
+        cb.abort(); // before B's thread runs: the abort must survive until it does
+
       }
     });
     const resA = await pa;
