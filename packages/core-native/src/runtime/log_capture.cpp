@@ -46,8 +46,12 @@ std::string strip_prefixes(std::string s) {
     for (const char * p : { "error loading model: ", "error loading model hyperparameters: ",
                             "error loading model vocabulary: " }) {
         const size_t at = s.find(p);
-        if (at != std::string::npos) return s.substr(at + std::strlen(p));
+        if (at != std::string::npos) {
+            s = s.substr(at + std::strlen(p));
+            break;
+        }
     }
+    // A leading "function_name: " (one identifier, no spaces) names code, not the problem.
     const size_t colon = s.find(": ");
     if (colon != std::string::npos && s.find(' ') > colon) s = s.substr(colon + 2);
     return s;
