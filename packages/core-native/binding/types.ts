@@ -14,21 +14,14 @@ export interface NativeKvOverride {
  * against the addon's readers): they are not repeated here.
  */
 export interface NativeStreamParams {
-  /** Expert cache budget in MiB, 0 = no cache, or 'auto' (MemAvailable minus a floor, capped). */
   cacheMb: number | 'auto';
-  /** Ceiling for 'auto', MiB; 0 = none. */
   cacheCeilMb?: number;
-  /** Read lanes. */
   ioThreads?: number;
-  /** Hide reads behind expert compute (needs patch 0002; see buildInfo().overlapSupported). */
+  /** Needs patch 0002: see buildInfo().overlapSupported. */
   overlap?: boolean;
-  /** Speculative read-ahead depth; 0 = off. */
   prefetch?: number;
-  /** Read with O_DIRECT; buffered reads otherwise. */
   odirect?: boolean;
-  /** How non-expert weights are held: the file mapping, or copied into anonymous memory. */
   denseWeights?: 'mmap' | 'anon';
-  /** Accept a cache budget below one token's routed working set. */
   forceCache?: boolean;
 }
 
@@ -169,6 +162,22 @@ export interface NativeModel {
   close(): void;
 }
 
+/** What readCeiling() reads (@bmoe/engine re-exports it as ReadCeilingOptions). */
+export interface NativeReadCeilingParams {
+  path: string;
+  /** Parallel readers. Default 4. */
+  lanes?: number;
+  /** Bytes per read. Default 2 MiB. */
+  blockBytes?: number;
+  /** Bytes to read in all. Default 1 GiB. */
+  totalBytes?: number;
+  /** Byte range of the file to read from. Default 0 … 0, i.e. the whole file (0 = its end). */
+  rangeStart?: number;
+  rangeEnd?: number;
+  /** Open with O_DIRECT (falls back to buffered reads where refused). Default true. */
+  odirect?: boolean;
+}
+
 export interface NativeBinding {
   /** Loads on a worker thread; rejects with a one-line message naming the file and the problem. */
   loadModel(params: NativeModelParams): Promise<NativeModel>;
@@ -176,15 +185,7 @@ export interface NativeBinding {
    * The device's read ceiling as the streamer reads: random page-aligned blocks of `path` in
    * [rangeStart, rangeEnd) with O_DIRECT, `lanes` threads. Synchronous (bench use).
    */
-  readCeiling(params: {
-    path: string;
-    lanes?: number;
-    blockBytes?: number;
-    totalBytes?: number;
-    rangeStart?: number;
-    rangeEnd?: number;
-    odirect?: boolean;
-  }): { bytes: number; seconds: number; odirect: boolean };
+  readCeiling(params: NativeReadCeilingParams): { bytes: number; seconds: number; odirect: boolean };
   /** Pinned llama.cpp commit and build flags of this binary. */
   buildInfo(): { llamaCommit: string; system: string; variant: string; overlapSupported: boolean };
 }

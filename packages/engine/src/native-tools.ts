@@ -2,6 +2,7 @@
 // loaded and how it was built, the disk's read ceiling as the streamer reads, and llama.cpp's own
 // tools (the reference the identity tests and the bench compare against). Packages above the
 // engine reach native code only through loadModel() and these.
+import type { NativeReadCeilingParams } from '@bmoe/core-native';
 import { bindingSource, llamaToolPath as coreToolPath } from '@bmoe/core-native';
 import { nativeBinding } from './native.js';
 
@@ -29,20 +30,8 @@ export async function nativeBuild(): Promise<NativeBuild> {
   return { candidate, file, wasm, failed: [...failed], ...binding.buildInfo() };
 }
 
-export interface ReadCeilingOptions {
-  path: string;
-  /** Parallel readers. Default 4. */
-  lanes?: number;
-  /** Bytes per read. Default 2 MiB. */
-  blockBytes?: number;
-  /** Bytes to read in all. Default 1 GiB. */
-  totalBytes?: number;
-  /** Byte range of the file to read from. Default 0 … 0, i.e. the whole file (0 = its end). */
-  rangeStart?: number;
-  rangeEnd?: number;
-  /** Open with O_DIRECT (falls back to buffered reads where refused). Default true. */
-  odirect?: boolean;
-}
+/** What readCeiling() reads, with its defaults (core-native's NativeReadCeilingParams). */
+export type ReadCeilingOptions = NativeReadCeilingParams;
 
 export interface ReadCeiling {
   bytes: number;

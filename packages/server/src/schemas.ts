@@ -51,20 +51,25 @@ const message = z.object(
   'must be an object { role, content }',
 );
 
+/** The sampling and streaming fields both endpoints take, under OpenAI's names. */
+const generationFields = {
+  max_tokens: maxTokens,
+  temperature,
+  top_p: topP,
+  top_k: topK,
+  seed,
+  stop,
+  n,
+  stream,
+  stream_options: streamOptions,
+};
+
 export const chatCompletionBody = z.object(
   {
     model,
     messages: z.array(message, 'must be a non-empty array of messages').min(1, 'must be a non-empty array of messages'),
-    max_tokens: maxTokens,
     max_completion_tokens: maxTokens,
-    temperature,
-    top_p: topP,
-    top_k: topK,
-    seed,
-    stop,
-    n,
-    stream,
-    stream_options: streamOptions,
+    ...generationFields,
   },
   'the body must be a JSON object',
 );
@@ -75,15 +80,7 @@ export const completionBody = z.object(
   {
     model,
     prompt: z.union([z.string(PROMPT), z.array(z.string(PROMPT), PROMPT).length(1, PROMPT)], PROMPT),
-    max_tokens: maxTokens,
-    temperature,
-    top_p: topP,
-    top_k: topK,
-    seed,
-    stop,
-    n,
-    stream,
-    stream_options: streamOptions,
+    ...generationFields,
     echo: NULLABLE(z.literal(false, 'is not supported (must be false)')),
     best_of: n,
   },

@@ -49,3 +49,11 @@ Napi::Object define_module(Napi::Env env, Napi::Object exports, module_fn load_m
 }
 
 }  // namespace bmoe
+
+// The module entry: node-addon-api's macro needs a global function name, so this wraps
+// `init_fn` (a bmoe function) in one. Use once per addon, at global scope.
+#define BMOE_NODE_API_MODULE(init_fn)                                                   \
+    static Napi::Object bmoe_module_init(Napi::Env env, Napi::Object exports) {          \
+        return init_fn(env, exports);                                                    \
+    }                                                                                    \
+    NODE_API_MODULE(bmoe, bmoe_module_init)

@@ -89,12 +89,7 @@ void streamer::route_layer(int32_t layer, const ggml_tensor * ids) {
         if (!load_unit({ layer, e }, by_proj, false)) return;
     }
     mgmt_ms += now_ms() - t0;
-    // Issue in the order the kernel consumes them: projection by projection, ascending expert.
-    std::vector<read_task> tasks;
-    for (auto & v : by_proj) tasks.insert(tasks.end(), v.begin(), v.end());
-    tasks.insert(tasks.end(), pending_unmaps.begin(), pending_unmaps.end());
-    pending_unmaps.clear();
-    lanes->submit_all(tasks);
+    submit_reads(by_proj);
     if (cfg.prefetch > 0) {
         prefetch_after(layer);
     }
@@ -230,8 +225,14 @@ void streamer::prefetch_after(int32_t layer) {
         pf_issued++;
     }
     mgmt_ms += now_ms() - t0;
+    submit_reads(by_proj);
+}
+
+// Issues the reads in the order the kernel consumes them (projection by projection, ascending
+// expert), then the releases of evicted units, which must not delay a read.
+void streamer::submit_reads(const std::vector<std::vector<read_task>> & by_proj) {
     std::vector<read_task> tasks;
-    for (auto & v : by_proj) tasks.insert(tasks.end(), v.begin(), v.end());
+    for (const auto & v : by_proj) tasks.insert(tasks.end(), v.begin(), v.end());
     tasks.insert(tasks.end(), pending_unmaps.begin(), pending_unmaps.end());
     pending_unmaps.clear();
     lanes->submit_all(tasks);

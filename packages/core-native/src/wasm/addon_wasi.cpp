@@ -372,9 +372,4 @@ Napi::Object init(Napi::Env env, Napi::Object exports) {
 
 }  // namespace bmoe
 
-// The module entry must be a global name for the macro.
-static Napi::Object init_module(Napi::Env env, Napi::Object exports) {
-    return bmoe::init(env, exports);
-}
-
-NODE_API_MODULE(bmoe, init_module)
+BMOE_NODE_API_MODULE(bmoe::init)

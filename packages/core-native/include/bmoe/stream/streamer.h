@@ -70,6 +70,7 @@ struct streamer : decode_observer {
     // Evicts `v`; its pages are released now (`deferred` false) or by a lane after this layer's reads.
     void evict_unit(const expert_key & v, bool deferred);
     void prefetch_after(int32_t layer);
+    void submit_reads(const std::vector<std::vector<read_task>> & by_proj);
     void fail(const std::string & msg);
     void set_pool_slots(int32_t n);
     int32_t take_slot();
