@@ -40,6 +40,14 @@ class Rules {
     return v.value;
   }
 
+  /** A bool key, or undefined. */
+  bool(key: string): boolean | undefined {
+    const v = this.file.kv.get(key);
+    if (!v) return undefined;
+    if (v.type !== GgufValueType.BOOL) this.fail(key, `is ${this.describe(v)}, but llama.cpp reads it as a bool`);
+    return v.value;
+  }
+
   /** A string key, or undefined. */
   str(key: string): string | undefined {
     const v = this.file.kv.get(key);
@@ -156,9 +164,10 @@ function checkExperts(r: Rules, k: (name: string) => string, layers: number): vo
 }
 
 /**
- * Head sizes the architectures' graph builders assert on (models/qwen3moe.cpp: n_embd_head_k ==
- * n_embd_head_v == n_rot; models/gemma4.cpp: n_embd_head_k(il) == n_embd_head_v(il) on every
- * layer), with load_hparams' defaults: n_embd / n_head, the SWA sizes defaulting to the full ones.
+ * Head sizes the graph builders assert on, with load_hparams' defaults (n_embd / n_head; the SWA
+ * sizes default to the full ones): rope rotates an even number of dimensions, at most a head
+ * (ggml-cpu ops.cpp rope: n_dims <= ne0, n_dims % 2 == 0); models/qwen3moe.cpp needs
+ * n_embd_head_k == n_embd_head_v == n_rot, models/gemma4.cpp n_embd_head_k(il) == n_embd_head_v(il).
  */
 function checkHeadSizes(r: Rules, k: (name: string) => string, arch: string, layers: number): void {
   const heads = r.perLayer(k('attention.head_count'), layers)?.[0] ?? 0;
@@ -166,16 +175,23 @@ function checkHeadSizes(r: Rules, k: (name: string) => string, arch: string, lay
   const embd = r.u32(k('embedding_length')) ?? 0;
   const headK = r.u32(k('attention.key_length')) ?? Math.floor(embd / heads);
   const headV = r.u32(k('attention.value_length')) ?? Math.floor(embd / heads);
+  const swaK = r.u32(k('attention.key_length_swa')) ?? headK;
+  const swaV = r.u32(k('attention.value_length_swa')) ?? headV;
+  const rot = r.u32(k('rope.dimension_count')) ?? headK;
+  const rotSwa = r.u32(k('rope.dimension_count_swa')) ?? rot;
+  const equal = (key: string, a: number, other: string, b: number): void => {
+    if (a !== b) r.fail(k(key), `is ${a} but ${other} is ${b}; llama.cpp's ${arch} needs them equal`);
+  };
+  for (const [key, n, head] of [['rope.dimension_count', rot, headK], ['rope.dimension_count_swa', rotSwa, swaK]] as const) {
+    if (n > head || n % 2 !== 0) r.fail(k(key), `is ${n}: rope needs an even count of at most the head size ${head}`);
+  }
   if (arch === 'qwen3moe') {
-    const rot = r.u32(k('rope.dimension_count')) ?? headK;
-    if (headK !== headV) r.fail(k('attention.key_length'), `is ${headK} but attention.value_length is ${headV}; llama.cpp's ${arch} needs them equal`);
-    if (rot !== headK) r.fail(k('rope.dimension_count'), `is ${rot} but the head size is ${headK}; llama.cpp's ${arch} needs them equal`);
+    equal('attention.key_length', headK, 'attention.value_length', headV);
+    equal('rope.dimension_count', rot, 'the head size', headK);
   }
   if (arch === 'gemma4') {
-    const swaK = r.u32(k('attention.key_length_swa')) ?? headK;
-    const swaV = r.u32(k('attention.value_length_swa')) ?? headV;
-    if (headK !== headV) r.fail(k('attention.key_length'), `is ${headK} but attention.value_length is ${headV}; llama.cpp's ${arch} needs them equal`);
-    if (swaK !== swaV) r.fail(k('attention.key_length_swa'), `is ${swaK} but attention.value_length_swa is ${swaV}; llama.cpp's ${arch} needs them equal`);
+    equal('attention.key_length', headK, 'attention.value_length', headV);
+    equal('attention.key_length_swa', swaK, 'attention.value_length_swa', swaV);
   }
 }
 
@@ -210,6 +226,40 @@ function checkEpsilons(r: Rules, file: GgufFile, arch: string): void {
   }
 }
 
+/** llama-vocab.cpp load: each tokenizer's default BOS/EOS ids (-1: none) and add_bos/add_eos. */
+const SPECIAL_DEFAULTS: Readonly<Record<string, readonly [bos: number, eos: number, addBos: boolean, addEos: boolean]>> = {
+  llama: [1, 2, true, false],
+  bert: [101, -1, true, false],
+  gpt2: [11, 11, true, false], // add_bos: true for several pre-tokenizers; 11 is valid in any real vocabulary
+  whitespace: [11, 11, true, false],
+  t5: [-1, 1, false, true],
+  rwkv: [-1, -1, false, false],
+  plamo2: [1, 2, true, false],
+  gemma4: [-1, -1, true, false], // add_bos is forced on for Gemma 4
+};
+
+/**
+ * The BOS/EOS a prompt gets must exist (llama-vocab.cpp append_bos/append_eos:
+ * GGML_ASSERT(token_bos() != LLAMA_TOKEN_NULL)). An id outside the vocabulary is dropped for the
+ * tokenizer's default, which may be none.
+ */
+function checkSpecialTokens(r: Rules, model: string, nTokens: number): void {
+  const d = SPECIAL_DEFAULTS[model];
+  if (!d) return;
+  const special = (name: 'bos' | 'eos', fallback: number, add: boolean): void => {
+    const key = `tokenizer.ggml.${name}_token_id`;
+    const wanted = name === 'bos' && model === 'gemma4' ? true : (r.bool(`tokenizer.ggml.add_${name}_token`) ?? add);
+    if (!wanted) return;
+    const id = r.u32(key);
+    if (id !== undefined && id < nTokens) return;
+    if (fallback >= 0 && fallback < nTokens) return;
+    const why = id === undefined ? 'is missing' : `is ${id}, outside the vocabulary of ${nTokens} tokens`;
+    r.fail(key, `${why}, but prompts ${name === 'bos' ? 'start' : 'end'} with it (add_${name}_token); llama.cpp aborts without one`);
+  };
+  special('bos', d[0], d[2]);
+  special('eos', d[1], d[3]);
+}
+
 /**
  * llama-vocab.cpp load: GGML_ASSERT(id_to_token.size() == token_to_id.size()), i.e. no two tokens
  * alike as C strings (cut at the first NUL), an empty token counting as "[EMPTY_<id>]".
@@ -219,6 +269,7 @@ function checkVocab(r: Rules, file: GgufFile): void {
   if (model === undefined || model === 'none' || model === 'no_vocab') return;
   const v = file.kv.get('tokenizer.ggml.tokens');
   if (!v || v.type !== GgufValueType.ARRAY || v.itemType !== GgufValueType.STRING) return; // llama.cpp reports these
+  checkSpecialTokens(r, model, v.value.length);
   const seen = new Map<string, number>();
   v.value.forEach((token, id) => {
     const nul = token.indexOf('\0');

@@ -206,6 +206,23 @@ describe('finding 1: shapes the pinned llama.cpp asserts on are refused before a
     expect((await limitsOf(file(flags))).message).toMatch(/sliding_window_pattern marks no layer sliding-window/);
   });
 
+  it('rope dimensions beyond the head, or odd', async () => {
+    const gemma = fixtures.get('tiny-gemma4')!;
+    expect((await limitsOf(file(withU32(gemma, 'gemma4.rope.dimension_count_swa', 1000)))).message).toMatch(
+      /gemma4\.rope\.dimension_count_swa is 1000: rope needs an even count of at most the head size 64/,
+    );
+    expect((await limitsOf(file(withU32(gemma, 'gemma4.rope.dimension_count', 127)))).message).toMatch(/dimension_count is 127/);
+  });
+
+  it('a BOS the prompt needs that does not exist (gemma4 has no default), but not where a default is valid', async () => {
+    const gemma = fixtures.get('tiny-gemma4')!;
+    expect((await limitsOf(file(withU32(gemma, 'tokenizer.ggml.bos_token_id', 99_999)))).message).toMatch(
+      /tokenizer\.ggml\.bos_token_id is 99999, outside the vocabulary of 2048 tokens, but prompts start with it/,
+    );
+    // qwen3moe's gpt2 tokenizer falls back to id 11, so llama.cpp carries on.
+    checkLlamaLimits(await readGguf(file(withU32(qwen(), 'tokenizer.ggml.bos_token_id', 99_999))));
+  });
+
   it('tensor types ggml-cpu aborts or crashes on', async () => {
     const retype = (preset: string, name: string, type: GgmlType): string => {
       const bytes = Buffer.from(fixtures.get(preset)!);
