@@ -24,11 +24,12 @@ export default tseslint.config(
     },
   },
   {
-    // No source file over 450 lines, no function over 80 (blank lines and comments not counted).
+    // No source file over 450 lines, every line counted (issue 16 counts raw lines); no function
+    // over 80 lines, blank lines and comments not counted.
     files: ['**/*.{ts,tsx,mts,cts,js,mjs,cjs}'],
     ignores: SIZE_EXEMPT,
     rules: {
-      'max-lines': ['error', { max: 450, skipBlankLines: true, skipComments: true }],
+      'max-lines': ['error', { max: 450, skipBlankLines: false, skipComments: false }],
       'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
     },
   },

@@ -1,66 +1,22 @@
 // bmoe demo page: chat over the server's OpenAI-compatible SSE stream, a live metrics panel fed by
-// each chunk's per-token record (`bmoe.token`), device sensors polled from /api/state, and a model
-// picker. Plain browser JavaScript served as-is: no build step, no network beyond this origin.
+// each chunk's per-token record (`bmoe.token`, metrics.js), device sensors polled from /api/state,
+// and a model picker. Plain browser JavaScript modules served as-is: no build step, no network
+// beyond this origin. The server's API (key, JSON, SSE) is in api.js.
 
-const MiB = 1024 * 1024;
-const RATE_WINDOW = 16; // tokens the rates average over
-const CHART_TOKENS = 64; // tokens the chart shows
+import { apiFetch, getJson, sseData } from './api.js';
+import { clearRecords, drawChart, fmt, fmtGiB, fmtSize, pushRecord, renderSensors, showMemAvailable } from './metrics.js';
+
 // Page address knobs: ?max_tokens=N (default 256) and ?temperature=T (default: the server's).
 const params = new URLSearchParams(location.search);
 const MAX_TOKENS = Number.parseInt(params.get('max_tokens') ?? '', 10) || 256;
 const TEMPERATURE = params.has('temperature') ? Number(params.get('temperature')) : undefined;
 const POLL_MS = 2000;
 
-// ---- API key --------------------------------------------------------------------------------
-// `bmoe-demo --api-key K` prints (and opens) http://127.0.0.1:8080/#key=K: the fragment never
-// leaves the browser; the page keeps the key and sends it as a bearer token on /api and /v1.
-
-const KEY_STORE = 'bmoe-demo-key';
-const keyInHash = new URLSearchParams(location.hash.slice(1)).get('key');
-if (keyInHash) {
-  localStorage.setItem(KEY_STORE, keyInHash);
-  history.replaceState(null, '', location.pathname + location.search);
-}
-let askedForKey = false;
-
-function authHeaders(extra = {}) {
-  const key = localStorage.getItem(KEY_STORE);
-  return key ? { ...extra, authorization: `Bearer ${key}` } : extra;
-}
-
-/** A 401: the demo wants a key this page does not have (or has wrong); ask once per page load. */
-function askForKey() {
-  if (askedForKey) return false;
-  askedForKey = true;
-  const key = window.prompt('This bmoe demo needs its API key (the one given to bmoe-demo --api-key):');
-  if (!key) return false;
-  localStorage.setItem(KEY_STORE, key.trim());
-  return true;
-}
-
-/** fetch with the key; on a 401, asks for the key once and tries again. */
-async function apiFetch(url, init = {}) {
-  let res = await fetch(url, { ...init, headers: authHeaders(init.headers) });
-  if (res.status === 401 && askForKey()) res = await fetch(url, { ...init, headers: authHeaders(init.headers) });
-  return res;
-}
-
 const $ = (id) => document.getElementById(id);
 const el = {
   modelButton: $('model-button'),
   modelName: $('model-name'),
   modelMode: $('model-mode'),
-  toks: $('m-toks'),
-  flash: $('m-flash'),
-  hit: $('m-hit'),
-  cache: $('m-cache'),
-  split: $('m-split'),
-  splitCompute: $('split-compute'),
-  splitIo: $('split-io'),
-  mem: $('m-mem'),
-  temp: $('m-temp'),
-  chart: $('chart'),
-  chartScale: $('chart-scale'),
   log: $('log'),
   empty: $('empty'),
   form: $('composer'),
@@ -76,120 +32,11 @@ const el = {
 
 /** Conversation sent with every request (the server reuses the cached prefix). */
 const messages = [];
-/** Per-token records of the decodes seen (token 0 carries the prompt and is left out). */
-let records = [];
 let state = { state: 'empty', model: null, sensors: null };
 let generating = null; // { controller, bubble }
 let polling = null;
 
-// ---- formatting ---------------------------------------------------------------------------
-
-const fmt = (v, digits = 1) => (v === null || v === undefined || !Number.isFinite(v) ? '—' : v.toFixed(digits));
-const fmtMiB = (bytes) => (bytes === null || bytes === undefined ? '—' : (bytes / MiB).toFixed(bytes >= 100 * MiB ? 0 : 1));
-const fmtGiB = (bytes) => `${(bytes / 1024 / MiB).toFixed(bytes >= 10 * 1024 * MiB ? 0 : 1)} GiB`;
-const fmtSize = (bytes) => (bytes >= 1024 * MiB ? fmtGiB(bytes) : `${Math.round(bytes / MiB)} MiB`);
-
-// ---- metrics panel ------------------------------------------------------------------------
-
-function sum(list, key) {
-  let s = 0;
-  for (const r of list) s += r[key] ?? 0;
-  return s;
-}
-
-function setMetric(node, text) {
-  if (node.textContent !== text) node.textContent = text;
-}
-
-function renderPanel() {
-  const win = records.slice(-RATE_WINDOW);
-  const last = records[records.length - 1];
-  if (win.length > 0) {
-    const wall = sum(win, 'wallMs');
-    setMetric(el.toks, wall > 0 ? fmt((1000 * win.length) / wall, wall > 0 && (1000 * win.length) / wall >= 100 ? 0 : 1) : '—');
-    setMetric(el.flash, fmt(sum(win, 'readBytes') / win.length / MiB, 1));
-    const hits = sum(win, 'expertHits');
-    const lookups = hits + sum(win, 'expertMisses');
-    setMetric(el.hit, lookups > 0 ? `${Math.round((100 * hits) / lookups)}%` : '—');
-    const compute = sum(win, 'computeMs');
-    const io = sum(win, 'ioMs');
-    const total = compute + io;
-    const c = total > 0 ? (100 * compute) / total : 0;
-    el.splitCompute.style.width = total > 0 ? `${c}%` : '0';
-    el.splitIo.style.width = total > 0 ? `${100 - c}%` : '0';
-    setMetric(el.split, total > 0 ? `compute ${Math.round(c)}% · flash ${Math.round(100 - c)}%` : 'compute — · flash —');
-  }
-  if (last) {
-    setMetric(el.cache, fmtMiB(last.cacheResidentBytes));
-    if (last.memAvailableBytes !== null && last.memAvailableBytes !== undefined) setMetric(el.mem, fmtMiB(last.memAvailableBytes));
-  }
-  drawChart();
-}
-
-function renderSensors(s) {
-  if (!s) return;
-  // While tokens stream, MemAvailable comes from each token's record; between turns from the poll.
-  if (!generating && s.memAvailableBytes !== null) setMetric(el.mem, fmtMiB(s.memAvailableBytes));
-  const cpu = s.cpuTempC === null ? '—' : Math.round(s.cpuTempC).toString();
-  const bat = s.batteryTempC === null ? '—' : Math.round(s.batteryTempC).toString();
-  setMetric(el.temp, `${cpu} · ${bat}`);
-}
-
-function drawChart() {
-  const canvas = el.chart;
-  const dpr = window.devicePixelRatio || 1;
-  const w = Math.max(1, Math.round(canvas.clientWidth * dpr));
-  const h = Math.max(1, Math.round(canvas.clientHeight * dpr));
-  if (canvas.width !== w || canvas.height !== h) {
-    canvas.width = w;
-    canvas.height = h;
-  }
-  const ctx = canvas.getContext('2d');
-  ctx.clearRect(0, 0, w, h);
-  const data = records.slice(-CHART_TOKENS);
-  if (data.length === 0) {
-    el.chartScale.textContent = '';
-    return;
-  }
-  const css = getComputedStyle(document.documentElement);
-  const colors = { compute: css.getPropertyValue('--compute'), io: css.getPropertyValue('--io'), wall: css.getPropertyValue('--wall') };
-  let max = 0;
-  for (const r of data) max = Math.max(max, r.wallMs, r.computeMs + r.ioMs);
-  max = max > 0 ? max * 1.1 : 1;
-  const pad = 3 * dpr;
-  const slot = (w - 2 * pad) / CHART_TOKENS;
-  const barW = Math.max(1, slot * 0.72);
-  const x0 = w - pad - data.length * slot;
-  const y = (ms) => h - pad - (ms / max) * (h - 2 * pad);
-  data.forEach((r, i) => {
-    const x = x0 + i * slot + (slot - barW) / 2;
-    const yc = y(r.computeMs);
-    ctx.fillStyle = colors.compute;
-    ctx.fillRect(x, yc, barW, h - pad - yc);
-    const yi = y(r.computeMs + r.ioMs);
-    ctx.fillStyle = colors.io;
-    ctx.fillRect(x, yi, barW, yc - yi);
-  });
-  ctx.strokeStyle = colors.wall;
-  ctx.lineWidth = 1.5 * dpr;
-  ctx.beginPath();
-  data.forEach((r, i) => {
-    const x = x0 + i * slot + slot / 2;
-    if (i === 0) ctx.moveTo(x, y(r.wallMs));
-    else ctx.lineTo(x, y(r.wallMs));
-  });
-  ctx.stroke();
-  el.chartScale.textContent = `top ${fmt(max, max >= 10 ? 0 : 1)} ms · last ${data.length}`;
-}
-
 // ---- state, models ------------------------------------------------------------------------
-
-async function getJson(url, init) {
-  const res = await apiFetch(url, init);
-  const body = await res.json().catch(() => null);
-  if (!res.ok) throw Object.assign(new Error(body?.error?.message ?? body?.message ?? `${url}: HTTP ${res.status}`), { status: res.status });
-  return body;
-}
 
 function renderState() {
   const s = state;
@@ -205,7 +52,7 @@ function renderState() {
   const hint = hintFor(s);
   el.empty.hidden = hint === null || messages.length > 0;
   if (hint !== null) el.empty.innerHTML = hint;
-  renderSensors(s.sensors);
+  renderSensors(s.sensors, !!generating);
 }
 
 function esc(text) {
@@ -316,10 +163,9 @@ async function selectModel(file) {
   }
   el.picker.close();
   messages.length = 0;
-  records = [];
   el.log.querySelectorAll('.msg').forEach((n) => n.remove());
   renderState();
-  renderPanel();
+  clearRecords();
 }
 
 // ---- chat ---------------------------------------------------------------------------------
@@ -354,28 +200,6 @@ function setGenerating(g) {
   el.send.hidden = !!g;
   el.stop.hidden = !g;
   renderState();
-}
-
-/** Splits an SSE byte stream into the `data:` payloads of its events. */
-async function* sseData(body) {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += value;
-    let cut;
-    while ((cut = buf.search(/\r?\n\r?\n/)) >= 0) {
-      const event = buf.slice(0, cut);
-      buf = buf.slice(cut).replace(/^\r?\n\r?\n/, '');
-      const data = event
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).replace(/^ /, ''))
-        .join('\n');
-      if (data) yield data;
-    }
-  }
 }
 
 function statsLine(summary, usage, stopped) {
@@ -422,13 +246,8 @@ async function send(text) {
         scrollDown();
       }
       const token = chunk.bmoe?.token;
-      if (token && token.tokenIndex > 0) {
-        records.push(token);
-        if (records.length > 4 * CHART_TOKENS) records = records.slice(-CHART_TOKENS);
-        renderPanel();
-      } else if (token && token.memAvailableBytes !== null) {
-        setMetric(el.mem, fmtMiB(token.memAvailableBytes));
-      }
+      if (token && token.tokenIndex > 0) pushRecord(token);
+      else if (token && token.memAvailableBytes !== null) showMemAvailable(token.memAvailableBytes);
       if (chunk.usage) usage = chunk.usage;
       if (chunk.bmoe?.summary) summary = chunk.bmoe.summary;
     }
