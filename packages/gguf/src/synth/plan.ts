@@ -25,7 +25,7 @@ export interface PlanOptions {
   readonly quant?: string;
   /** PRNG seed; default 1. */
   readonly seed?: number;
-  /** Router popularity skew X ≥ 0; default 0 (uniform random routing). See fill.ts. */
+  /** Router popularity skew X ≥ 0; default 0 (uniform random routing). See structure.ts. */
   readonly routerSkew?: number;
   /** Advanced: override some of the preset's behaviour knobs (changes the bytes). */
   readonly tuning?: Partial<Tuning>;

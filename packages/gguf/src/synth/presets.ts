@@ -67,7 +67,7 @@ export type ArchShape = Qwen3MoeShape | GptOssShape | Gemma4Shape;
 
 /**
  * How strongly each part of the random network acts, as dimensionless ratios (documented in
- * synth/fill.ts). These are behaviour knobs, not shapes: they make greedy decoding move and
+ * synth/structure.ts). These are behaviour knobs, not shapes: they make greedy decoding move and
  * make the routed experts matter. Contributions per layer scale with 1/√layers so the balance
  * holds whatever --layers is.
  */
@@ -139,7 +139,7 @@ const PRESETS: readonly Preset[] = [
     source: 'Qwen/Qwen3-30B-A3B config.json (hidden_size 2048, 48 layers, 32 heads / 4 KV heads, head_dim 128, ' +
       '128 experts, 8 per token, moe_intermediate_size 768, intermediate_size 6144, vocab 151936, rope_theta 1e6, ' +
       'rms_norm_eps 1e-6, max_position_embeddings 40960); design.md: 18.5 GB at Q4_K_M',
-    notes: 'Exact tensor shapes; random weights. The output head is planted (see fill.ts).',
+    notes: 'Exact tensor shapes; random weights. The output head is planted (see structure.ts).',
     tuning: QWEN_TUNING,
   },
   {
