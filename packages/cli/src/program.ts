@@ -7,6 +7,7 @@ import { registerBench } from './commands/bench.js';
 import { registerDemo } from './commands/demo.js';
 import { registerInfo } from './commands/info.js';
 import { registerMakeModel } from './commands/make-model.js';
+import { registerPull } from './commands/pull.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
 
@@ -24,6 +25,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerServe(program, ctx);
   registerInfo(program, ctx);
   registerMakeModel(program, ctx);
+  registerPull(program, ctx);
   registerDemo(program, ctx);
   registerBench(program, ctx);
   return program;

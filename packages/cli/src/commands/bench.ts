@@ -5,6 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import type { CliContext } from '../context.js';
+import { resolveModelFlags } from '../hub/index.js';
 
 export function registerBench(program: Command, ctx: CliContext): void {
   program
@@ -25,7 +26,7 @@ export function registerBench(program: Command, ctx: CliContext): void {
       registerBenchCommands(sub, { bmoe: self });
       for (const c of sub.commands) c.exitOverride();
       try {
-        await sub.parseAsync(args.length > 0 ? args : ['--help'], { from: 'user' });
+        await sub.parseAsync(args.length > 0 ? await resolveModelFlags(args) : ['--help'], { from: 'user' });
         ctx.exitCode = typeof process.exitCode === 'number' ? process.exitCode : 0;
       } catch (e) {
         if (e instanceof CgroupError || e instanceof ConfigError || e instanceof AnalyzeError) {

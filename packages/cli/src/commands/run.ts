@@ -2,6 +2,7 @@
 // --top-k, --top-p, --seed) plus the spec's streaming flags, mapped onto @bmoe/engine options.
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
+import { resolveModelArg } from '../hub/index.js';
 import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, generateOptions, loadOptions, tableOption, type ModelFlags } from '../model-options.js';
 
 interface RunFlags extends ModelFlags {
@@ -18,7 +19,7 @@ export function runCommand(program: Command): Command {
   const run = program
     .command('run')
     .description('generate text from a GGUF model (raw prompt by default, like llama-completion -no-cnv)')
-    .argument('<model>', 'GGUF model file')
+    .argument('<model>', 'GGUF model file, or hf:owner/repo[:QUANT] / an https URL (pulled first)')
     .addOption(cliOption('-p, --prompt <text>', 'prompt text', 'required').makeOptionMandatory())
     .addOption(tableOption('maxTokens'));
   addContextOptions(run).addOption(cliOption('--chat', "format the prompt as one user message with the GGUF's chat template", 'raw prompt'));
@@ -34,7 +35,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
     const { runGeneration } = await import('../generate.js');
     ctx.exitCode = await runGeneration({
-      model,
+      model: await resolveModelArg(model),
       prompt: flags.prompt,
       // --chatml and --no-think imply --chat.
       chat: Boolean(flags.chat || flags.chatml || !flags.think),

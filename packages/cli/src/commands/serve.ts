@@ -3,6 +3,7 @@
 // finish (or aborts it after the grace period) and exits 0.
 import { Option, type Command } from 'commander';
 import type { CliContext } from '../context.js';
+import { resolveModelArg } from '../hub/index.js';
 import { formatBytes } from '../format.js';
 import { addContextOptions, addStreamingOptions, loadOptions, type ModelFlags } from '../model-options.js';
 import { intRange, nonNegativeInt } from '../parse.js';
@@ -28,7 +29,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
   const serve = program
     .command('serve')
     .description('serve a GGUF model over an OpenAI-compatible HTTP API (streamed tokens, live metrics, /metrics)')
-    .argument('<model>', 'GGUF model file')
+    .argument('<model>', 'GGUF model file, or hf:owner/repo[:QUANT] / an https URL (pulled first)')
     .option('--host <addr>', 'address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)')
     .option('--allowed-hosts <names>', 'Host names to answer besides localhost, 127.0.0.1, [::1] and --host (comma-separated; .example.lan = a domain and its subdomains); others get 403', hostList)
     .option('--port <N>', 'TCP port; 0 = any free port (default 8080)', intRange(0, 65535))
@@ -41,7 +42,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     // Loaded on use: `bmoe --help` and usage errors stay fast.
     const { createServer } = await import('@bmoe/server');
     const server = await createServer({
-      model,
+      model: await resolveModelArg(model),
       load,
       host: flags.host,
       allowedHosts: flags.allowedHosts,

@@ -1,0 +1,157 @@
+// `bmoe pull REF` and the REF arguments of run, chat, serve and bench: resolve the reference to
+// files, download each one not already present and verified, and hand back the local path of the
+// first shard (what llama.cpp loads; it finds the other shards beside it).
+//
+// Local names are flat, so the Termux demo's picker sees pulled models: `owner_repo_path.gguf` with
+// the repository path's `/` as `_` (llama.cpp's own cache names files this way; the shard suffix
+// stays last so llama.cpp finds the shards), and a URL's file name for URLs.
+import { mkdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { formatBytes } from '../format.js';
+import { downloadFile, hashFile } from './download.js';
+import { hubSettings, listRepoFiles, type HubSettings } from './hub-api.js';
+import { fileRecord, isRecorded, readManifest, updateManifest, type FileRecord, type Manifest } from './manifest.js';
+import { modelsDir } from './models-dir.js';
+import { checkRepoPath, parseModelRef, PullError, type ModelRef } from './ref.js';
+import { selectFiles } from './select.js';
+
+export interface PullOptions {
+  /** Environment for HF_ENDPOINT, HF_TOKEN, BMOE_MODELS_DIR, HOME. Default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Take a reference an earlier pull recorded without asking the hub, when its files are intact. Default false. */
+  preferLocal?: boolean;
+  /** Status lines (default: stderr, prefixed `bmoe pull: `). */
+  log?: (line: string) => void;
+}
+
+export interface PullResult {
+  /** Local path of the first (or only) file. */
+  path: string;
+  /** Every local file, first shard first. */
+  files: string[];
+  /** Files fetched now (the others were present and verified). */
+  downloaded: number;
+}
+
+/** One file to fetch. */
+interface Planned {
+  url: string;
+  name: string;
+  sha256: string | null;
+  size: number | null;
+}
+
+const SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
+const defaultLog = (line: string): void => void process.stderr.write(`bmoe pull: ${line}\n`);
+
+/** Downloads what `refText` names into the models folder (skipping verified files). */
+export async function pullModel(refText: string, opts: PullOptions = {}): Promise<PullResult> {
+  const env = opts.env ?? process.env;
+  const log = opts.log ?? defaultLog;
+  const ref = parseModelRef(refText);
+  const dir = modelsDir(env);
+  const hub = hubSettings(env);
+  if (opts.preferLocal) {
+    const local = await recordedFiles(await readManifest(dir), dir, ref.text);
+    if (local) return { path: local[0]!, files: local, downloaded: 0 };
+  }
+  const plan = await planFiles(ref, hub, log);
+  try {
+    await mkdir(dir, { recursive: true });
+  } catch (err) {
+    throw new PullError(`cannot create the models folder ${dir}: ${(err as Error).message}`);
+  }
+  const known = plan.reduce((n, f) => n + (f.size ?? 0), 0);
+  log(`${ref.text}: ${plan.length === 1 ? '1 file' : `${plan.length} files`}${known > 0 ? `, ${formatBytes(known)}` : ''}, into ${dir}`);
+  const manifest = await readManifest(dir);
+  const records = new Map<string, FileRecord>();
+  let downloaded = 0;
+  for (const f of plan) {
+    const dest = join(dir, f.name);
+    const kept = await present(manifest, f, dest);
+    if (kept) {
+      records.set(f.name, kept);
+      log(`${f.name}: already here (sha256 verified)`);
+      continue;
+    }
+    const got = await downloadFile({ url: f.url, dest, sha256: f.sha256, size: f.size, label: f.name, hub });
+    records.set(f.name, await fileRecord(dest, { url: f.url, sha256: got.sha256 }));
+    downloaded++;
+    const resumed = got.resumedFrom > 0 ? `, resumed at ${formatBytes(got.resumedFrom)}` : '';
+    log(`${f.name}: ${formatBytes(got.bytes)}${resumed}, ${got.sha256 ? 'sha256 verified' : 'no published sha256: not verified'}`);
+  }
+  const names = plan.map((f) => f.name);
+  await updateManifest(dir, (m) => {
+    for (const [name, rec] of records) m.files[name] = rec;
+    m.refs[ref.text] = names;
+  });
+  const files = names.map((n) => join(dir, n));
+  return { path: files[0]!, files, downloaded };
+}
+
+/** The recorded files of `refText`, when every one is still intact; else null. */
+async function recordedFiles(m: Manifest, dir: string, refText: string): Promise<string[] | null> {
+  const names = m.refs[refText];
+  if (!names || names.length === 0) return null;
+  for (const name of names) {
+    if (!(await isRecorded(m, name, join(dir, name), null))) return null;
+  }
+  return names.map((n) => join(dir, n));
+}
+
+async function planFiles(ref: ModelRef, hub: HubSettings, log: (line: string) => void): Promise<Planned[]> {
+  if (ref.kind === 'url') return urlShards(ref.url).map((url) => ({ url: url.href, name: urlFileName(url, ref.text), sha256: null, size: null }));
+  const listed = await listRepoFiles(hub, ref.repo, ref.revision);
+  const selection = selectFiles(listed, ref);
+  if (selection.note) log(`${ref.text}: ${selection.note}`);
+  const [owner, name] = ref.repo.split('/') as [string, string];
+  return selection.files.map((f) => {
+    checkRepoPath(f.path, ref.text);
+    const path = f.path.split('/').map(encodeURIComponent).join('/');
+    return {
+      url: `${hub.endpoint}/${ref.repo}/resolve/${encodeURIComponent(ref.revision)}/${path}`,
+      name: `${owner}_${name}_${f.path.replaceAll('/', '_')}`,
+      sha256: f.sha256,
+      size: f.size,
+    };
+  });
+}
+
+/** A URL of a split model's first shard stands for all of its shards. */
+function urlShards(url: URL): URL[] {
+  const m = SHARD.exec(url.pathname);
+  if (!m || Number(m[1]) !== 1) return [url];
+  const n = Number(m[2]);
+  return Array.from({ length: n }, (_, i) => {
+    const u = new URL(url);
+    u.pathname = url.pathname.replace(SHARD, `-${String(i + 1).padStart(5, '0')}-of-${m[2]}.gguf`);
+    return u;
+  });
+}
+
+function urlFileName(url: URL, where: string): string {
+  const last = url.pathname.slice(url.pathname.lastIndexOf('/') + 1);
+  let name: string;
+  try {
+    name = decodeURIComponent(last);
+  } catch {
+    name = last;
+  }
+  checkRepoPath(name, where);
+  if (name.includes('/') || name.startsWith('.')) throw new PullError(`${where}: '${name}' is not a usable file name`);
+  return name;
+}
+
+/** The record of a file already at `dest` that needs no download, or null. */
+async function present(m: Manifest, f: Planned, dest: string): Promise<FileRecord | null> {
+  if (await isRecorded(m, f.name, dest, f.sha256)) return m.files[f.name]!;
+  const st = await stat(dest).catch(() => null);
+  if (!st) return null;
+  const recorded = m.files[f.name] !== undefined;
+  if (f.sha256 !== null && st.size === f.size && (await hashFile(dest)) === f.sha256) {
+    return fileRecord(dest, { url: f.url, sha256: f.sha256 });
+  }
+  // A file an earlier pull wrote (the repository changed since) is replaced; anything else is not ours.
+  if (!recorded) throw new PullError(`${dest} exists and was not pulled by bmoe (or differs from ${f.url}); move it away or set BMOE_MODELS_DIR`);
+  return null;
+}
