@@ -4,10 +4,8 @@
 // (resumed bytes are read back first), and only a file whose checksum matches is renamed to `dest`.
 // An interrupted download or a wrong checksum keeps the partial file.
 import { createHash, type Hash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { createReadStream } from 'node:fs';
+import { open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createProgress } from '../progress.js';
 import { networkReason, type HubSettings } from './hub-api.js';
 import { contentRange, openDownload, type Opened } from './fetch.js';
@@ -104,32 +102,32 @@ function expectations(spec: DownloadSpec, opened: Opened, offset: number): { sha
   return { sha256: spec.sha256 ?? opened.linkedSha256, size };
 }
 
-/** Streams the body into the partial file (appending from `offset`); resolves to its total size. */
+/** Writes the body into the partial file (appending from `offset`); resolves to its total size. */
 async function receive(spec: DownloadSpec, opened: Opened, partial: string, offset: number, size: number | null, hash: Hash, ac: AbortController): Promise<number> {
   const body = opened.response.body;
   if (!body) throw new PullError(`${spec.label}: the server sent no body`);
   const progress = createProgress(spec.label);
-  let done = offset;
-  let idle: NodeJS.Timeout | undefined;
   const idleMs = spec.idleTimeoutMs ?? 60_000;
+  let idle: NodeJS.Timeout | undefined;
   const arm = (): void => {
     clearTimeout(idle);
     idle = setTimeout(() => ac.abort(new Error(`no data for ${idleMs / 1000} s`)), idleMs);
   };
-  const count = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      arm();
-      done += chunk.length;
-      if (size !== null && done > size) return cb(new PullError(`${spec.label}: the server sent more than the file's ${size} bytes`));
-      hash.update(chunk);
-      progress.update(done, size ?? done);
-      cb(null, chunk);
-    },
-  });
-  arm();
-  progress.update(done, size ?? done);
+  // Chunk by chunk, each written before the next is read: after a cut, the partial file holds
+  // exactly the bytes counted (and hashed), so a resume starts at the right byte.
+  const file = await open(partial, offset > 0 ? 'a' : 'w');
+  let done = offset;
   try {
-    await pipeline(Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>), count, createWriteStream(partial, { flags: offset > 0 ? 'a' : 'w' }));
+    arm();
+    progress.update(done, size ?? done);
+    for await (const chunk of body as AsyncIterable<Uint8Array>) {
+      arm();
+      if (size !== null && done + chunk.length > size) throw new PullError(`${spec.label}: the server sent more than the file's ${size} bytes`);
+      await file.write(chunk);
+      hash.update(chunk);
+      done += chunk.length;
+      progress.update(done, size ?? done);
+    }
   } catch (err) {
     if (err instanceof PullError) throw err;
     const why = ac.signal.aborted ? networkReason(ac.signal.reason) : networkReason(err);
@@ -137,6 +135,7 @@ async function receive(spec: DownloadSpec, opened: Opened, partial: string, offs
   } finally {
     clearTimeout(idle);
     progress.stop();
+    await file.close();
   }
   return done;
 }

@@ -42,7 +42,12 @@ export async function listRepoFiles(hub: HubSettings, repo: string, revision: st
       files.push({ path: entry.path, size: entry.lfs?.size ?? entry.size, sha256: sha && /^[0-9a-f]{64}$/i.test(sha) ? sha.toLowerCase() : null });
     }
   } catch (err) {
-    if (err instanceof HubApiError) throw httpError(hub, err.statusCode, `${where}'s file list`, err.url);
+    if (err instanceof HubApiError) {
+      if (err.statusCode === 404) {
+        throw new PullError(`${where}: no such repository${revision === 'main' ? '' : ' or revision'} at ${hub.endpoint} (404 from ${err.url})`);
+      }
+      throw httpError(hub, err.statusCode, where, err.url);
+    }
     throw asNetworkError(err, `${where}'s file list at ${hub.endpoint}`);
   }
   return files;
