@@ -8,6 +8,30 @@ export { defaultThreads } from './options.js';
 export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo } from './inspect.js';
 export { isNativeAvailable } from './native.js';
 export { llamaToolPath, nativeBuild, readCeiling, type NativeBuild, type ReadCeiling, type ReadCeilingOptions } from './native-tools.js';
-export { readMemAvailableBytes, readDeviceSensors, readCpuTemperatureC, readBatteryTemperatureC, type DeviceSensors, type SensorPaths } from './system.js';
+export {
+  readMemAvailableBytes,
+  readDeviceSensors,
+  readCpuTemperatureC,
+  readBatteryTemperatureC,
+  readDeviceFacts,
+  readCgroupMemory,
+  findMemoryCgroup,
+  type CgroupMemory,
+  type DeviceFacts,
+  type DeviceSensors,
+  type SensorPaths,
+} from './system.js';
+export {
+  chooseSettings,
+  chooseSettingsFor,
+  coreSettings,
+  formatSize,
+  usableMemory,
+  SETTINGS_RULE,
+  type ChosenSettings,
+  type ModelFacts,
+  type SettingsDecision,
+  type SettingsMode,
+} from './settings.js';
 export { BmoeError, type BmoeErrorCode } from './errors.js';
 export * from './metrics.js';

@@ -15,7 +15,7 @@ export { show };
 export interface StreamOptions {
   /** Stream the routed experts from the file instead of holding the model resident. Default false. */
   moeStream?: boolean;
-  /** Expert cache budget in MiB; 0 = no cache; 'auto' = MemAvailable minus a floor, capped by `cacheCeilMb`. Default 0. */
+  /** Expert cache budget in MiB; 0 = no cache; 'auto' = what MemAvailable and the memory cgroup leave above a floor, capped by `cacheCeilMb`. Default 0. */
   cacheMb?: number | 'auto';
   /** Upper bound for `cacheMb: 'auto'`, in MiB. Default: no cap beyond the total expert bytes. */
   cacheCeilMb?: number;

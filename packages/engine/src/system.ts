@@ -1,7 +1,8 @@
 // System readings the native side does not take. MemAvailable is system-wide (not per process),
 // so JS reads it after each token: /proc/meminfo is a ~1.5 KB in-memory file, a few µs to read.
-import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { availableParallelism, freemem, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
 
 const MEMINFO = '/proc/meminfo';
 
@@ -129,5 +130,153 @@ export function readDeviceSensors(paths: SensorPaths = DEFAULT_PATHS): DeviceSen
     cpuTempC: readCpuTemperatureC(paths),
     batteryTempC: readBatteryTemperatureC(paths),
     rssBytes: kbField(readText(join(paths.proc, 'self/status')), 'VmRSS'),
+  };
+}
+
+// ---- memory cgroup: what a container really leaves ---------------------------------------------
+// MemAvailable is the machine's; inside a container (a memory cgroup) the kernel kills the process
+// at the cgroup's limit however much the machine has free. The same reading as the native
+// `cacheMb: 'auto'` (core-native src/sys/meminfo.cpp): find the process's memory cgroup from
+// /proc/self/cgroup and /proc/self/mountinfo (else the conventional /sys/fs/cgroup mounts), then
+// take, over it and its ancestors up to the mount, the least `limit - (usage - inactive file)`
+// (the kernel reclaims inactive page cache before it kills anyone).
+
+/** The binding level of this process's memory cgroup: the one that leaves the least room. */
+export interface CgroupMemory {
+  version: 1 | 2;
+  /** The cgroup directory whose limit binds (this process's, or an ancestor's). */
+  dir: string;
+  /** memory.max (v2) or memory.limit_in_bytes (v1), bytes. */
+  limitBytes: number;
+  /** memory.current / memory.usage_in_bytes minus the reclaimable inactive page cache, bytes. */
+  usedBytes: number;
+  /** limitBytes - usedBytes (0 at least). */
+  roomBytes: number;
+}
+
+/** Values at or above this mean "no limit" (v1 writes 9223372036854771712 for none). */
+const NO_LIMIT = 2 ** 62;
+
+/** A cgroup number file: bytes, or null for "max", a huge value, or an unreadable file. */
+function cgroupBytes(path: string): number | null {
+  const text = readText(path)?.trim();
+  if (!text || text.startsWith('max')) return null;
+  const v = Number(text);
+  return Number.isFinite(v) && v >= 0 && v < NO_LIMIT ? v : null;
+}
+
+/** One key of a memory.stat file, bytes (0 when absent). */
+function statBytes(path: string, key: string): number {
+  const m = new RegExp(`^${key} (\\d+)$`, 'm').exec(readText(path) ?? '');
+  return m?.[1] ? Number(m[1]) : 0;
+}
+
+interface CgroupLocation {
+  version: 1 | 2;
+  /** This process's cgroup directory. */
+  dir: string;
+  /** Its hierarchy's mount point (the walk up stops there). */
+  mount: string;
+}
+
+/** /proc/self/cgroup → the v1 memory controller's path and the v2 path (null where absent). */
+function cgroupPaths(text: string): { v1: string | null; v2: string | null } {
+  let v1: string | null = null;
+  let v2: string | null = null;
+  for (const line of text.split('\n')) {
+    const m = /^(\d+):([^:]*):(.*)$/.exec(line);
+    if (!m) continue;
+    if (m[1] === '0' && m[2] === '') v2 = m[3]!;
+    else if (m[2]!.split(',').includes('memory')) v1 = m[3]!;
+  }
+  return { v1, v2 };
+}
+
+/** A mount point of mountinfo as a path under `paths` (a fake tree in tests). */
+function underPaths(mountPoint: string, paths: SensorPaths): string {
+  if (mountPoint === '/sys' || mountPoint.startsWith('/sys/')) return join(paths.sys, mountPoint.slice(4));
+  if (mountPoint === '/proc' || mountPoint.startsWith('/proc/')) return join(paths.proc, mountPoint.slice(5));
+  return mountPoint;
+}
+
+/** Where this process's memory cgroup is, or null (no memory controller, or unreadable). */
+export function findMemoryCgroup(paths: SensorPaths = DEFAULT_PATHS): CgroupLocation | null {
+  const self = readText(join(paths.proc, 'self/cgroup'));
+  if (self === null) return null;
+  const { v1, v2 } = cgroupPaths(self);
+  // v1's memory controller wins where both exist (hybrid): v2 then holds no memory limits.
+  const version: 1 | 2 | null = v1 !== null ? 1 : v2 !== null ? 2 : null;
+  if (version === null) return null;
+  let path = (version === 1 ? v1 : v2)!;
+  let mount: string | null = null;
+  for (const line of (readText(join(paths.proc, 'self/mountinfo')) ?? '').split('\n')) {
+    // id parent dev root mountpoint opts [optional…] - fstype source superopts
+    const [head, tail] = line.split(' - ');
+    const f = head?.split(' ') ?? [];
+    const [fstype, , superOpts] = tail?.split(' ') ?? [];
+    const match = version === 1 ? fstype === 'cgroup' && (superOpts ?? '').split(',').includes('memory') : fstype === 'cgroup2';
+    if (!match || f.length < 5) continue;
+    const root = f[3]!;
+    // A container mounts its own cgroup as the hierarchy's root: strip the host's prefix.
+    if (root !== '/' && (path === root || path.startsWith(`${root}/`))) path = path.slice(root.length) || '/';
+    mount = underPaths(f[4]!, paths);
+    break;
+  }
+  if (mount === null) {
+    // No mountinfo (or no matching line): the conventional mounts.
+    mount = version === 1 ? join(paths.sys, 'fs/cgroup/memory') : join(paths.sys, 'fs/cgroup');
+    if (!existsSync(mount)) return null;
+  }
+  return { version, mount, dir: path === '/' ? mount : join(mount, path) };
+}
+
+/**
+ * The memory cgroup level that leaves this process the least room, or null when no level up to
+ * the hierarchy's mount has a limit (or there is no memory cgroup).
+ */
+export function readCgroupMemory(paths: SensorPaths = DEFAULT_PATHS): CgroupMemory | null {
+  const cg = findMemoryCgroup(paths);
+  if (!cg) return null;
+  const [limitFile, usageFile, inactiveKey] =
+    cg.version === 2 ? ['memory.max', 'memory.current', 'inactive_file'] : ['memory.limit_in_bytes', 'memory.usage_in_bytes', 'total_inactive_file'];
+  let best: CgroupMemory | null = null;
+  for (let dir = cg.dir; dir.length >= cg.mount.length; dir = dirname(dir)) {
+    const limit = cgroupBytes(join(dir, limitFile));
+    if (limit !== null) {
+      const usage = cgroupBytes(join(dir, usageFile)) ?? 0;
+      const used = Math.max(0, usage - statBytes(join(dir, 'memory.stat'), inactiveKey));
+      const room = Math.max(0, limit - used);
+      if (!best || room < best.roomBytes) best = { version: cg.version, dir, limitBytes: limit, usedBytes: used, roomBytes: room };
+    }
+    if (dir === cg.mount || dir === dirname(dir)) break;
+  }
+  return best;
+}
+
+/** What the settings rule needs to know about this machine (see settings.ts). */
+export interface DeviceFacts {
+  /** MemTotal, bytes. */
+  memTotalBytes: number;
+  /** MemAvailable (system-wide), bytes. */
+  memAvailableBytes: number;
+  /** The binding memory cgroup limit; null without one, and always on Android (see readDeviceFacts). */
+  cgroup: CgroupMemory | null;
+  /** Online CPU cores. */
+  cores: number;
+}
+
+/**
+ * This machine's facts for the settings rule: MemTotal and MemAvailable from /proc/meminfo (Node's
+ * totalmem()/freemem() where it is hidden), the memory cgroup, the cores. On Android the cgroup is
+ * not consulted: apps live in memory cgroups without a limit of their own there, and the
+ * low-memory killer acts on MemAvailable.
+ */
+export function readDeviceFacts(paths: SensorPaths = DEFAULT_PATHS, platform: NodeJS.Platform = process.platform): DeviceFacts {
+  const meminfo = readText(join(paths.proc, 'meminfo'));
+  return {
+    memTotalBytes: kbField(meminfo, 'MemTotal') ?? totalmem(),
+    memAvailableBytes: kbField(meminfo, 'MemAvailable') ?? freemem(),
+    cgroup: platform === 'android' ? null : readCgroupMemory(paths),
+    cores: availableParallelism(),
   };
 }

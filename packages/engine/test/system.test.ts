@@ -1,8 +1,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { parseMemAvailable, readDeviceSensors, readMemAvailableBytes } from '../src/system.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findMemoryCgroup, parseMemAvailable, readCgroupMemory, readDeviceFacts, readDeviceSensors, readMemAvailableBytes, type SensorPaths } from '../src/system.js';
 
 describe('MemAvailable reader', () => {
   it('parses the kB line into bytes', () => {
@@ -69,5 +69,116 @@ describe('device sensors', () => {
     const s = readDeviceSensors();
     expect(s.rssBytes).toBeGreaterThan(1 << 20);
     expect(s.memTotalBytes).toBeGreaterThan(s.memAvailableBytes ?? 0);
+  });
+});
+
+// The memory cgroup readers against fake /proc and /sys trees, the cases of the native reader's
+// test (core-native test/cpp/test_meminfo.cpp): no cgroup, v1, v2 with a limit on an ancestor, a
+// container's own cgroup mounted as "/", "no limit" values, and the conventional mounts.
+describe('memory cgroup', () => {
+  const MiB = 1024 * 1024;
+  const roots: string[] = [];
+  function tree(files: Record<string, string>): SensorPaths {
+    const root = mkdtempSync(join(tmpdir(), 'bmoe-cgroup-'));
+    roots.push(root);
+    for (const [p, text] of Object.entries({ 'proc/meminfo': 'MemTotal: 25000000 kB\nMemAvailable: 20480000 kB\n', ...files })) {
+      mkdirSync(join(root, p, '..'), { recursive: true });
+      writeFileSync(join(root, p), text);
+    }
+    return { proc: join(root, 'proc'), sys: join(root, 'sys') };
+  }
+  afterAll(() => roots.forEach((r) => rmSync(r, { recursive: true, force: true })));
+
+  it('no memory controller, or no limit on any level: null', () => {
+    const none = tree({ 'proc/self/cgroup': '0::/\n', 'proc/self/mountinfo': '22 1 0:21 / / rw - ext4 /dev/vda rw\n' });
+    expect(readCgroupMemory(none)).toBeNull();
+    const unlimited = tree({
+      'proc/self/cgroup': '4:memory:/a\n0::/\n',
+      'proc/self/mountinfo': '35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n',
+      'sys/fs/cgroup/memory/a/memory.limit_in_bytes': '9223372036854771712\n',
+      'sys/fs/cgroup/memory/a/memory.usage_in_bytes': `${100 * MiB}\n`,
+      'sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712\n',
+    });
+    expect(findMemoryCgroup(unlimited)?.version).toBe(1);
+    expect(readCgroupMemory(unlimited)).toBeNull();
+    expect(readCgroupMemory({ proc: '/nonexistent/proc', sys: '/nonexistent/sys' })).toBeNull();
+  });
+
+  it('v1: limit_in_bytes minus usage, the inactive page cache counted as room (the memory controller wins over a v2 line)', () => {
+    const paths = tree({
+      'proc/self/cgroup': '9:name=systemd:/\n5:memory:/bench/row1\n4:cpu:/\n0::/\n',
+      'proc/self/mountinfo':
+        '35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n',
+      'sys/fs/cgroup/memory/bench/row1/memory.limit_in_bytes': `${2048 * MiB}\n`,
+      'sys/fs/cgroup/memory/bench/row1/memory.usage_in_bytes': `${700 * MiB}\n`,
+      'sys/fs/cgroup/memory/bench/row1/memory.stat': `cache 1\ninactive_file 5\ntotal_inactive_file ${200 * MiB}\n`,
+      'sys/fs/cgroup/memory/memory.limit_in_bytes': '9223372036854771712\n',
+    });
+    expect(readCgroupMemory(paths)).toEqual({
+      version: 1,
+      dir: join(paths.sys, 'fs/cgroup/memory/bench/row1'),
+      limitBytes: 2048 * MiB,
+      usedBytes: 500 * MiB,
+      roomBytes: 1548 * MiB,
+    });
+  });
+
+  it("v2: the ancestor that leaves the least room binds; 'max' is no limit", () => {
+    const files = {
+      'proc/self/cgroup': '0::/user.slice/app/job\n',
+      'proc/self/mountinfo': '30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n',
+      'sys/fs/cgroup/user.slice/app/job/memory.max': 'max\n',
+      'sys/fs/cgroup/user.slice/app/job/memory.current': `${100 * MiB}\n`,
+      'sys/fs/cgroup/user.slice/app/memory.max': `${1024 * MiB}\n`,
+      'sys/fs/cgroup/user.slice/app/memory.current': `${1000 * MiB}\n`,
+      'sys/fs/cgroup/user.slice/app/memory.stat': `anon 1\ninactive_file ${100 * MiB}\n`,
+      'sys/fs/cgroup/user.slice/memory.max': `${4096 * MiB}\n`,
+      'sys/fs/cgroup/user.slice/memory.current': `${3000 * MiB}\n`,
+    };
+    const paths = tree(files);
+    expect(readCgroupMemory(paths)).toMatchObject({ version: 2, dir: join(paths.sys, 'fs/cgroup/user.slice/app'), limitBytes: 1024 * MiB, roomBytes: 124 * MiB });
+    // The next level up binds once the app's limit is generous.
+    const roomier = tree({ ...files, 'sys/fs/cgroup/user.slice/app/memory.max': `${100000 * MiB}\n` });
+    expect(readCgroupMemory(roomier)).toMatchObject({ dir: join(roomier.sys, 'fs/cgroup/user.slice'), limitBytes: 4096 * MiB, roomBytes: 1096 * MiB });
+  });
+
+  it('a container: its own cgroup mounted as the root of the hierarchy', () => {
+    const paths = tree({
+      'proc/self/cgroup': '0::/docker/abc123\n',
+      'proc/self/mountinfo': '40 35 0:30 /docker/abc123 /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n',
+      'sys/fs/cgroup/memory.max': `${2048 * MiB}\n`,
+      'sys/fs/cgroup/memory.current': `${48 * MiB}\n`,
+    });
+    expect(readCgroupMemory(paths)).toEqual({ version: 2, dir: join(paths.sys, 'fs/cgroup'), limitBytes: 2048 * MiB, usedBytes: 48 * MiB, roomBytes: 2000 * MiB });
+  });
+
+  it('without mountinfo: the conventional /sys/fs/cgroup mounts', () => {
+    const v1 = tree({
+      'proc/self/cgroup': '4:memory:/job\n',
+      'sys/fs/cgroup/memory/job/memory.limit_in_bytes': `${512 * MiB}\n`,
+      'sys/fs/cgroup/memory/job/memory.usage_in_bytes': `${12 * MiB}\n`,
+    });
+    expect(readCgroupMemory(v1)).toMatchObject({ version: 1, roomBytes: 500 * MiB });
+    const v2 = tree({ 'proc/self/cgroup': '0::/job\n', 'sys/fs/cgroup/job/memory.max': `${512 * MiB}\n`, 'sys/fs/cgroup/job/memory.current': '0\n' });
+    expect(readCgroupMemory(v2)).toMatchObject({ version: 2, roomBytes: 512 * MiB });
+  });
+
+  it('device facts: MemTotal, MemAvailable, the cgroup (never on Android), the cores', () => {
+    const paths = tree({
+      'proc/self/cgroup': '0::/\n',
+      'proc/self/mountinfo': '40 35 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n',
+      'sys/fs/cgroup/memory.max': `${2048 * MiB}\n`,
+      'sys/fs/cgroup/memory.current': `${48 * MiB}\n`,
+    });
+    const linux = readDeviceFacts(paths, 'linux');
+    expect(linux).toMatchObject({ memTotalBytes: 25000000 * 1024, memAvailableBytes: 20480000 * 1024, cgroup: { limitBytes: 2048 * MiB, roomBytes: 2000 * MiB } });
+    expect(linux.cores).toBeGreaterThanOrEqual(1);
+    expect(readDeviceFacts(paths, 'android').cgroup).toBeNull();
+  });
+
+  it.runIf(process.platform === 'linux')('reads this machine without throwing', () => {
+    const facts = readDeviceFacts();
+    expect(facts.memAvailableBytes).toBeGreaterThan(0);
+    if (facts.cgroup) expect(facts.cgroup.roomBytes).toBeLessThanOrEqual(facts.cgroup.limitBytes);
   });
 });

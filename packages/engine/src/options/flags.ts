@@ -1,7 +1,7 @@
 // Options → the `bmoe run` / `bmoe serve` flags that give them (what to type to reproduce a run),
 // from the table: the short alias where there is one, table order, defaults of booleans left out.
 import type { GenerateOptions, LoadOptions } from '../options.js';
-import { getPath, optionRows, type OptionGroup, type OptionRow } from './table.js';
+import { getPath, optionRow, optionRows, type OptionRow } from './table.js';
 
 function flagsOf(rows: readonly OptionRow[], values: object): string[] {
   const out: string[] = [];
@@ -9,8 +9,10 @@ function flagsOf(rows: readonly OptionRow[], values: object): string[] {
     const value = getPath(values, row.key);
     if (!row.flag || value === undefined || value === null) continue;
     if (row.value.type === 'bool') {
-      // '--overlap' sets true, '--no-odirect' sets false: the flag is there when the value is not the default.
+      // '--overlap' sets true, '--no-odirect' sets false: the flag is there when the value is not the
+      // default; a default given explicitly is its negation where the row has one ('--no-moe-stream').
       if (value !== row.default) out.push(row.flag);
+      else if (row.negation) out.push(row.negation.flag);
     } else {
       out.push(row.short ?? row.flag, String(value));
     }
@@ -18,10 +20,14 @@ function flagsOf(rows: readonly OptionRow[], values: object): string[] {
   return out;
 }
 
-/** LoadOptions as flags; the streaming ones only when `stream.moeStream` is on (as the engine requires). */
+/**
+ * LoadOptions as flags; the streaming ones only when `stream.moeStream` is on (as the engine
+ * requires), and `--no-moe-stream` when it is off explicitly (else the settings rule would decide).
+ */
 export function loadOptionFlags(load: LoadOptions): string[] {
-  const groups: OptionGroup[] = load.stream?.moeStream ? ['context', 'model', 'stream'] : ['context', 'model'];
-  return flagsOf(optionRows(groups), load);
+  if (load.stream?.moeStream) return flagsOf(optionRows(['context', 'model', 'stream']), load);
+  const flags = flagsOf(optionRows(['context', 'model']), load);
+  return load.stream?.moeStream === false ? [...flags, ...flagsOf([optionRow('stream.moeStream')], load)] : flags;
 }
 
 /** GenerateOptions as flags (options without a flag, such as `logits`, left out). */

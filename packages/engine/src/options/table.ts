@@ -38,6 +38,11 @@ export interface OptionRow {
   readonly flag: string | null;
   /** The one-letter alias ('-t'). */
   readonly short?: string;
+  /**
+   * A boolean's second flag, setting it to its default explicitly ('--no-moe-stream'): where
+   * leaving both flags out lets something else decide (the settings rule), this is how to say no.
+   */
+  readonly negation?: { readonly flag: string; readonly help: string };
   /** The flag's argument as help shows it ('N', 'N|auto'); value flags only. */
   readonly arg?: string;
   /** Where the value goes in the binding; null = used in JS only. */
@@ -100,13 +105,14 @@ export const OPTION_TABLE = [
   // ---- stream: LoadOptions.stream (the flags of --moe-stream) -----------------------------------
   {
     key: 'stream.moeStream', group: 'stream', flag: '--moe-stream', native: { params: 'model', key: 'stream' },
+    negation: { flag: '--no-moe-stream', help: 'hold the model resident even where the settings rule would stream it' },
     value: bool, default: false, defaultText: 'off',
     help: 'stream the routed experts from the file instead of holding the model resident',
   },
   {
     key: 'stream.cacheMb', group: 'stream', flag: '--cache-mb', arg: 'N|auto', native: { params: 'model', key: 'stream.cacheMb' },
     value: { type: 'int', min: 0, max: MiB_MAX, unit: 'MiB', orAuto: true }, default: 0, defaultText: '0',
-    help: "expert cache budget in MiB (0 = no cache); 'auto' = MemAvailable minus a 1 GiB floor",
+    help: "expert cache budget in MiB (0 = no cache); 'auto' = what MemAvailable and the memory cgroup leave above a 1 GiB floor",
   },
   {
     key: 'stream.cacheCeilMb', group: 'stream', flag: '--cache-ceil-mb', arg: 'N', native: { params: 'model', key: 'stream.cacheCeilMb', min: 0, none: 0 },
@@ -211,7 +217,12 @@ export type NativeKeysOf<P extends NativeParams> = Extract<Row, { native: { para
 export type ApiKeysOf<G extends OptionGroup> = Exclude<Extract<Row, { group: G }>, { api: false }>['key'];
 
 const BY_KEY = new Map<string, OptionRow>(OPTION_TABLE.map((r) => [r.key, r]));
-const BY_FLAG = new Map<string, OptionRow>(OPTION_TABLE.flatMap((r): Array<[string, OptionRow]> => (r.flag ? [[r.flag, r]] : [])));
+const BY_FLAG = new Map<string, OptionRow>(
+  (OPTION_TABLE as readonly OptionRow[]).flatMap((r): Array<[string, OptionRow]> => [
+    ...(r.flag ? ([[r.flag, r]] as Array<[string, OptionRow]>) : []),
+    ...(r.negation ? ([[r.negation.flag, r]] as Array<[string, OptionRow]>) : []),
+  ]),
+);
 
 /** The row of `key`; throws for a key not in the table (a programming error, not a user's). */
 export function optionRow(key: OptionKey): OptionRow {
@@ -225,7 +236,7 @@ export function findOption(key: string): OptionRow | undefined {
   return BY_KEY.get(key);
 }
 
-/** The row whose long flag is `flag` ('--io-threads'), if any. */
+/** The row whose long flag (or negation flag: '--no-moe-stream') is `flag` ('--io-threads'), if any. */
 export function optionByFlag(flag: string): OptionRow | undefined {
   return BY_FLAG.get(flag);
 }

@@ -1,0 +1,213 @@
+// The settings rule: how to load a model on this machine, so that a person with a model file is
+// one command away from the best speed their memory allows. A pure function of the model's header
+// facts, the machine's memory and cores, and what the user asked for explicitly; `bmoe run`,
+// `bmoe chat`, `bmoe serve` and the phone demo all load through it.
+//
+// The rule (sizes in bytes, MiB = 2^20):
+//   usable   = min(MemAvailable - floor,                    floor = 1 GiB, what cacheMb 'auto' leaves
+//                  cgroup room - max(128 MiB, 10 % of its limit))   room = limit - (usage - inactive
+//              page cache), over the process's memory cgroup and its ancestors; no cgroup on Android
+//   overhead = 512 MiB                                       KV cache, compute buffers, Node itself
+//   1. resident when file + overhead <= usable (fastest), or when there are no experts to stream
+//   2. otherwise stream the experts with
+//        ceiling = min(usable - dense - overhead, expert bytes)
+//      a. ceiling >= one token's working set: cache 'auto' capped at the ceiling (the native side
+//         takes what MemAvailable and the cgroup leave above 1 GiB at load time, never more)
+//      b. otherwise no cache: every routed expert is read each token
+//   overlap (reads hidden behind compute) when the cache can hold two tokens' working sets and two
+//   cores are left beyond the compute threads for the read lanes.
+//   compute threads: min(4, cores) (phones' little cores and 2-core VMs regress beyond 4);
+//   read lanes: min(4, 2 × cores) (4 lanes roughly triple a phone's flash bandwidth over one).
+// What the user gave wins: `threads` (-t) and the other context/model options are kept, and a
+// given `stream` (--moe-stream or --no-moe-stream, with their flags) replaces the rule's choice.
+import { inspectModel, type ModelHeaderInfo } from './inspect.js';
+import type { LoadOptions } from './options.js';
+import { optionRow } from './options/table.js';
+import { readDeviceFacts, type DeviceFacts } from './system.js';
+
+const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+
+/** The rule's constants, exported so docs, pages and tests quote one source. */
+export const SETTINGS_RULE = {
+  /** MemAvailable left to the rest of the system: the floor `cacheMb: 'auto'` keeps (C++). */
+  floorBytes: (optionRow('stream.cacheFloorMb').default as number) * MiB,
+  /** A memory cgroup's share kept as a margin, and the least margin. */
+  cgroupMarginShare: 0.1,
+  cgroupMarginMinBytes: 128 * MiB,
+  /** KV cache, compute buffers and the Node process, beyond the weights. */
+  overheadBytes: 512 * MiB,
+  /** Compute threads at most. */
+  maxThreads: 4,
+  /** Read lanes at most, and per core. */
+  maxIoThreads: 4,
+  ioThreadsPerCore: 2,
+  /** A cache is warm-capable when it holds this many tokens' working sets. */
+  warmWorkingSets: 2,
+  /** Overlap needs this many cores beyond the compute threads. */
+  overlapSpareCores: 2,
+} as const;
+
+/** What the GGUF header says (ModelHeaderInfo has all of it). */
+export interface ModelFacts {
+  fileBytes: number;
+  /** Bytes that stay resident when streaming (everything but the routed experts). */
+  denseBytes: number;
+  /** Bytes of the routed experts (0 for a dense model). */
+  expertBytes: number;
+  /** One token's routed working set (every MoE layer reads top-k experts). */
+  workingSetBytes: number;
+}
+
+export type SettingsMode = 'resident' | 'stream';
+
+export interface ChosenSettings {
+  mode: SettingsMode;
+  /** The options to load with: what was given, plus the rule's threads and streaming choice. */
+  load: LoadOptions;
+  /** True when the rule chose resident or streaming; false when the given `stream` did. */
+  chosen: boolean;
+  /** Memory the rule lets the model hold (see the rule above). */
+  usableBytes: number;
+  /** What bounds `usableBytes`: the machine's MemAvailable or the memory cgroup. */
+  limitedBy: 'memory' | 'cgroup';
+  /** The cache ceiling in MiB when the rule streams with a cache; null otherwise. */
+  cacheCeilMb: number | null;
+  /** The model does not fit even so (a dense model, or dense weights beyond what is usable). */
+  tight: boolean;
+  /** One line: what was chosen and why, e.g. "streaming experts (model 3.0 GiB + 512 MiB runtime > 1.7 GiB available in this memory cgroup), cache auto ≤ 772 MiB, 4 read lanes, 2 threads". */
+  reason: string;
+}
+
+/** Bytes for people: MiB below 1 GiB, else GiB with one decimal. */
+export function formatSize(bytes: number): string {
+  return bytes >= GiB ? `${(bytes / GiB).toFixed(1)} GiB` : `${Math.round(bytes / MiB)} MiB`;
+}
+
+/** The memory the rule lets a model hold on `device`, and what bounds it. */
+export function usableMemory(device: DeviceFacts): { bytes: number; limitedBy: 'memory' | 'cgroup' } {
+  const system = device.memAvailableBytes - SETTINGS_RULE.floorBytes;
+  const cg = device.cgroup;
+  const inCgroup = cg ? cg.roomBytes - Math.max(SETTINGS_RULE.cgroupMarginMinBytes, Math.round(cg.limitBytes * SETTINGS_RULE.cgroupMarginShare)) : Infinity;
+  return inCgroup < system ? { bytes: Math.max(0, inCgroup), limitedBy: 'cgroup' } : { bytes: Math.max(0, system), limitedBy: 'memory' };
+}
+
+/** Compute threads and read lanes from the cores. */
+export function coreSettings(cores: number): { threads: number; ioThreads: number } {
+  const c = Math.max(1, Math.floor(cores));
+  return { threads: Math.min(SETTINGS_RULE.maxThreads, c), ioThreads: Math.min(SETTINGS_RULE.maxIoThreads, SETTINGS_RULE.ioThreadsPerCore * c) };
+}
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** "cache auto ≤ 772 MiB", "cache 500 MiB", "no cache" for a stream block (the table's default where unset). */
+function cacheWords(s: NonNullable<LoadOptions['stream']>): string {
+  const cacheMb = s.cacheMb ?? (optionRow('stream.cacheMb').default as number);
+  if (cacheMb === 'auto') return `cache auto${s.cacheCeilMb === undefined ? '' : ` ≤ ${s.cacheCeilMb} MiB`}`;
+  return cacheMb === 0 ? 'no cache' : `cache ${cacheMb} MiB`;
+}
+
+/** "4 read lanes, reads overlapped with compute, 2 threads" for a stream block. */
+function laneWords(s: NonNullable<LoadOptions['stream']>, threads: number): string {
+  const lanes = s.ioThreads ?? (optionRow('stream.ioThreads').default as number);
+  const extra = [s.overlap ? 'reads overlapped with compute' : '', s.prefetch ? `prefetch ${s.prefetch}` : ''].filter(Boolean);
+  return [plural(lanes, 'read lane'), ...extra, plural(threads, 'thread')].join(', ');
+}
+
+/**
+ * The settings to load `model` with on `device` (see the rule at the top of this file). `given`
+ * holds what the user asked for explicitly; it is kept, and a given `stream` decides streaming.
+ */
+export function chooseSettings(model: ModelFacts, device: DeviceFacts, given: LoadOptions = {}): ChosenSettings {
+  const usable = usableMemory(device);
+  const cores = coreSettings(device.cores);
+  const threads = given.threads ?? cores.threads;
+  const { stream: givenStream, ...rest } = given;
+  const base: LoadOptions = { ...rest, threads };
+  const where = `${formatSize(usable.bytes)} available${usable.limitedBy === 'cgroup' ? ' in this memory cgroup' : ''}`;
+  const need = `model ${formatSize(model.fileBytes)} + ${formatSize(SETTINGS_RULE.overheadBytes)} runtime`;
+  const fits = model.fileBytes + SETTINGS_RULE.overheadBytes <= usable.bytes;
+  const common = { usableBytes: usable.bytes, limitedBy: usable.limitedBy };
+
+  if (givenStream !== undefined) {
+    const streaming = givenStream.moeStream === true;
+    return {
+      ...common,
+      mode: streaming ? 'stream' : 'resident',
+      load: { ...base, stream: givenStream },
+      chosen: false,
+      cacheCeilMb: null,
+      tight: !fits,
+      reason: streaming
+        ? `streaming experts (as asked), ${cacheWords(givenStream)}, ${laneWords(givenStream, threads)}`
+        : `holding the model resident (as asked; ${need} ${fits ? '≤' : '>'} ${where}), ${plural(threads, 'thread')}`,
+    };
+  }
+  if (fits || model.expertBytes === 0) {
+    return {
+      ...common,
+      mode: 'resident',
+      load: base,
+      chosen: true,
+      cacheCeilMb: null,
+      tight: !fits,
+      reason: fits
+        ? `holding the model resident (${need} ≤ ${where}), ${plural(threads, 'thread')}`
+        : `holding the model resident (a dense model: nothing to stream, though ${need} > ${where}), ${plural(threads, 'thread')}`,
+    };
+  }
+  return streamSettings(model, usable.bytes, threads, cores.ioThreads, device.cores, base, `${need} > ${where}`, common);
+}
+
+/** Rule 2: stream, with cache 'auto' under a ceiling when one token's working set fits. */
+function streamSettings(
+  model: ModelFacts,
+  usable: number,
+  threads: number,
+  ioThreads: number,
+  cores: number,
+  base: LoadOptions,
+  why: string,
+  common: Pick<ChosenSettings, 'usableBytes' | 'limitedBy'>,
+): ChosenSettings {
+  const room = usable - model.denseBytes - SETTINGS_RULE.overheadBytes;
+  const ceilMb = Math.floor(Math.max(0, Math.min(room, model.expertBytes)) / MiB);
+  const tight = room < 0;
+  if (ceilMb > 0 && ceilMb * MiB >= model.workingSetBytes) {
+    const warm = ceilMb * MiB >= SETTINGS_RULE.warmWorkingSets * model.workingSetBytes;
+    const overlap = warm && cores - threads >= SETTINGS_RULE.overlapSpareCores;
+    const stream = { moeStream: true, cacheMb: 'auto', cacheCeilMb: ceilMb, ioThreads, overlap } as const;
+    return { ...common, mode: 'stream', load: { ...base, stream }, chosen: true, cacheCeilMb: ceilMb, tight, reason: `streaming experts (${why}), ${cacheWords(stream)}, ${laneWords(stream, threads)}` };
+  }
+  const stream = { moeStream: true, cacheMb: 0, ioThreads, overlap: false } as const;
+  const noCache = tight
+    ? `no cache (the dense weights alone, ${formatSize(model.denseBytes)}, leave no room)`
+    : `no cache (${formatSize(Math.max(0, room))} left after the dense weights is below one token's ${formatSize(model.workingSetBytes)} working set)`;
+  return {
+    ...common,
+    mode: 'stream',
+    load: { ...base, stream },
+    chosen: true,
+    cacheCeilMb: null,
+    tight,
+    reason: `streaming experts (${why}), ${noCache}, ${laneWords(stream, threads)}`,
+  };
+}
+
+/** What `chooseSettingsFor` read to decide: the model's header and this machine's facts. */
+export interface SettingsDecision {
+  settings: ChosenSettings;
+  model: ModelHeaderInfo;
+  device: DeviceFacts;
+}
+
+/**
+ * The rule applied to a model file on this machine: reads the GGUF header (nothing is loaded; a
+ * missing or malformed file throws the same one-line E_MODEL error loadModel would) and the
+ * device facts (readDeviceFacts), then chooseSettings. `bmoe run`, `chat` and `serve` call this
+ * with the flags given, load with `settings.load` and print `settings.reason`.
+ */
+export async function chooseSettingsFor(path: string, given: LoadOptions = {}, device: DeviceFacts = readDeviceFacts()): Promise<SettingsDecision> {
+  const model = await inspectModel(path, given.nExpertUsed === undefined ? {} : { nExpertUsed: given.nExpertUsed });
+  return { settings: chooseSettings(model, device, given), model, device };
+}
