@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { Command } from 'commander';
 import type { CliContext } from './context.js';
 import { registerBench } from './commands/bench.js';
+import { registerChat } from './commands/chat.js';
 import { registerDemo } from './commands/demo.js';
 import { registerInfo } from './commands/info.js';
 import { registerMakeModel } from './commands/make-model.js';
@@ -22,6 +23,7 @@ export function buildProgram(ctx: CliContext): Command {
     // `bmoe bench ...` hands everything after `bench` to the bench's own parser.
     .enablePositionalOptions();
   registerRun(program, ctx);
+  registerChat(program, ctx);
   registerServe(program, ctx);
   registerInfo(program, ctx);
   registerMakeModel(program, ctx);

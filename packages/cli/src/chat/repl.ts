@@ -1,0 +1,191 @@
+// `bmoe chat`: one model, one session for the whole conversation (each turn resends the history
+// and the engine reuses the KV prefix it already holds), replies streamed as they come. Ctrl-C
+// stops the running reply; at the prompt a second Ctrl-C, Ctrl-D or /exit leaves.
+import { basename } from 'node:path';
+import pc from 'picocolors';
+import { loadModel, type GenerateOptions, type GenerationResult, type LoadOptions, type Model, type Session } from '@bmoe/engine';
+import { formatEndOfRunLines } from '@bmoe/engine/metrics';
+import { EXIT_INTERRUPTED } from '../context.js';
+import { formatBytes } from '../format.js';
+import { reportError } from '../index.js';
+import { PipedInput, TtyInput, type ChatInput } from './input.js';
+import { streamReply, type ReplyView } from './reply.js';
+import { StatusLine } from './status.js';
+
+export interface ChatSpec {
+  model: string;
+  load: LoadOptions;
+  /** Per reply: -n, sampling, --chatml, --no-think. */
+  generate: Omit<GenerateOptions, 'signal'>;
+  /** A system message before the conversation. Default: none. */
+  system?: string;
+}
+
+export interface ChatIo {
+  stdin: NodeJS.ReadStream;
+  stdout: NodeJS.WriteStream;
+  stderr: NodeJS.WriteStream;
+}
+
+export const PROMPT = '>>> ';
+
+const HELP = [
+  'type a message and Enter to send it; Ctrl-C stops a reply',
+  '/reset   forget the conversation',
+  '/stats   the numbers of the last reply (the end-of-run lines of bmoe run)',
+  '/exit    leave (also Ctrl-D, or Ctrl-C twice at the prompt)',
+];
+
+/** Runs the chat until the user leaves; resolves to the exit code. Throws when the model does not load. */
+export async function runChat(spec: ChatSpec, io: ChatIo = process): Promise<number> {
+  const model = await loadModel(spec.model, spec.load);
+  try {
+    const session = model.createSession(spec.system === undefined ? {} : { system: spec.system });
+    return await new Chat(spec, io, model, session).run();
+  } finally {
+    await model.close().catch(() => undefined);
+  }
+}
+
+class Chat {
+  private readonly interactive: boolean;
+  private readonly view: ReplyView;
+  private readonly colors: ReturnType<typeof pc.createColors>;
+  private last: GenerationResult | null = null;
+  private running: AbortController | null = null;
+
+  constructor(
+    private readonly spec: ChatSpec,
+    private readonly io: ChatIo,
+    private readonly model: Model,
+    private readonly session: Session,
+  ) {
+    this.interactive = Boolean(io.stdin.isTTY);
+    const tty = Boolean(io.stdout.isTTY);
+    this.colors = pc.createColors(tty && pc.isColorSupported);
+    this.view = {
+      write: (text) => io.stdout.write(text),
+      styled: this.colors.isColorSupported,
+      think: spec.generate.think !== false,
+      dim: this.colors.dim,
+      status: tty ? new StatusLine(io.stdout, this.colors.dim) : null,
+      streaming: model.info.options.stream !== null,
+      notes: this.interactive,
+    };
+  }
+
+  async run(): Promise<number> {
+    this.announce();
+    const input: ChatInput = this.interactive ? new TtyInput(this.io.stdin, this.io.stdout.isTTY ? this.io.stdout : this.io.stderr) : new PipedInput(this.io.stdin);
+    // SIGINT from elsewhere (`kill -INT`, or the terminal when stdin is piped) acts as Ctrl-C does.
+    const onSigint = (): void => this.interrupt();
+    const onResize = (): void => this.view.status?.resize();
+    process.on('SIGINT', onSigint);
+    this.io.stdout.on('resize', onResize);
+    try {
+      return await this.loop(input);
+    } finally {
+      process.off('SIGINT', onSigint);
+      this.io.stdout.off('resize', onResize);
+      input.close();
+    }
+  }
+
+  private async loop(input: ChatInput): Promise<number> {
+    let interrupts = 0;
+    for (;;) {
+      const ev = await input.read(this.colors.bold(PROMPT));
+      if (ev.type === 'eof') return 0;
+      if (ev.type === 'interrupt') {
+        interrupts = ev.cleared ? 0 : interrupts + 1;
+        if (interrupts >= 2) return 0;
+        if (!ev.cleared) this.say('(Ctrl-C again, Ctrl-D or /exit to leave)');
+        continue;
+      }
+      interrupts = 0;
+      const line = ev.text.trim();
+      if (line === '') continue;
+      if (line.startsWith('/')) {
+        if (this.command(line) === 'exit') return 0;
+        continue;
+      }
+      const code = await this.reply(line, input);
+      if (code !== null) return code;
+    }
+  }
+
+  /** One reply; a failed one is reported and the chat goes on, unless the model file changed. */
+  private async reply(message: string, input: ChatInput): Promise<number | null> {
+    const ac = new AbortController();
+    this.running = ac;
+    const unwatch = input.watchInterrupt(() => this.interrupt());
+    try {
+      this.last = await streamReply(this.session, message, { ...this.spec.generate, signal: ac.signal }, this.view);
+      if (!this.interactive && this.last.stopReason === 'context') this.io.stderr.write('bmoe chat: the context is full\n');
+      return null;
+    } catch (err) {
+      reportError(err);
+      return (err as { code?: string }).code === 'E_MODEL_CHANGED' ? 1 : null;
+    } finally {
+      unwatch();
+      this.running = null;
+    }
+  }
+
+  /** Ctrl-C: stops the running reply; a second one while it stops (or any without a reply, piped) exits. */
+  private interrupt(): void {
+    const running = this.running;
+    if (running && !running.signal.aborted) running.abort();
+    else if (running || !this.interactive) process.exit(EXIT_INTERRUPTED);
+  }
+
+  private command(line: string): 'exit' | null {
+    const [name] = line.split(/\s+/);
+    switch (name) {
+      case '/exit':
+      case '/quit':
+      case '/bye':
+        return 'exit';
+      case '/reset':
+        this.session.reset();
+        this.last = null;
+        this.say('(conversation forgotten)');
+        return null;
+      case '/stats':
+        for (const l of this.stats()) this.io.stdout.write(`${l}\n`);
+        return null;
+      case '/help':
+      case '/?':
+        for (const l of HELP) this.io.stdout.write(`${l}\n`);
+        return null;
+      default:
+        this.say(`unknown command ${name} (/help lists them)`);
+        return null;
+    }
+  }
+
+  /** The end-of-run lines of the last reply, and what it cost in context. */
+  private stats(): string[] {
+    const last = this.last;
+    if (!last) return ['no reply yet'];
+    const stream = this.model.info.options.stream;
+    return [
+      ...formatEndOfRunLines(last.summary, { stream: stream !== null, prefetch: (stream?.prefetch ?? 0) > 0 }),
+      `context: ${last.promptTokens} prompt tokens, ${last.promptTokensReused} reused from the KV cache; ` +
+        `${last.promptTokens + last.generatedTokens} of ${this.model.info.options.contextSize} in use; stop: ${last.stopReason}`,
+    ];
+  }
+
+  private say(text: string): void {
+    this.io.stdout.write(`${this.colors.dim(text)}\n`);
+  }
+
+  private announce(): void {
+    const info = this.model.info;
+    const how = info.options.stream ? `experts streamed, cache ${formatBytes(info.stream?.budgetBytes ?? 0)}` : 'resident';
+    this.io.stderr.write(
+      `bmoe chat: ${basename(this.spec.model)} (${info.architecture}, ${formatBytes(info.fileBytes)}, ${how}), loaded in ${(info.load.ms / 1000).toFixed(2)} s` +
+        (this.interactive ? '; /help for commands, Ctrl-D to leave\n' : '\n'),
+    );
+  }
+}
