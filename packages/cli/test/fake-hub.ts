@@ -169,5 +169,6 @@ function cdn(hub: FakeHub, req: IncomingMessage, res: ServerResponse, cuts: Map<
   const cut = cuts.get(`${name}/${path}`);
   if (cut === undefined) return void res.end(body.subarray(start));
   cuts.delete(`${name}/${path}`);
-  res.write(body.subarray(start, start + cut), () => res.socket?.destroy());
+  // Cut a moment after the bytes went out, so the client has read them (as after a real drop).
+  res.write(body.subarray(start, start + cut), () => setTimeout(() => res.socket?.destroy(), 300));
 }

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -120,6 +120,28 @@ describe('bmoe pull', () => {
     expect(existsSync(partial)).toBe(false);
   });
 
+  it('a file changed on the server since the cut comes back whole (If-Range), not spliced', async () => {
+    const url = `${hub.url}/acme/tiny-GGUF/resolve/main/tiny-Q8_0.gguf`;
+    hub.cutNext('acme/tiny-GGUF', 'tiny-Q8_0.gguf', 50_000);
+    const cut = await pull(url);
+    expect(cut.code).toBe(1);
+    expect(errorLine(cut)).toMatch(/the download stopped at [1-9]\d* of 300000 bytes/);
+    const file = hub.repos.get('acme/tiny-GGUF')!.files.find((f) => f.path === 'tiny-Q8_0.gguf')!;
+    const changed = blob(tiny.length, 99);
+    file.data = changed;
+    hub.requests.length = 0;
+    try {
+      const r = await pull(url);
+      expect(r.code, r.stderr).toBe(0);
+      const [get] = cdnRequests();
+      expect(get!.headers.range).toMatch(/^bytes=\d+-$/);
+      expect(get!.headers['if-range']).toBeDefined();
+      expect((await readFile(r.stdout.trim())).equals(changed)).toBe(true);
+    } finally {
+      file.data = tiny;
+    }
+  });
+
   it('pulls every shard of a split model (paginated tree, folder) and prints the first shard', async () => {
     hub.pageSize = 2;
     const r = await pull('hf:acme/split-GGUF:q4_k_m');
@@ -203,6 +225,18 @@ describe('bmoe pull', () => {
     expect(errorLine(amb)).toBe(
       'bmoe: error: hf:acme/ambiguous-GGUF:q4_k_m: q4_k_m matches 2 models: Amb-Q4_K_M.gguf, Amb-UD-Q4_K_M.gguf; name one, e.g. hf:acme/ambiguous-GGUF/Amb-Q4_K_M.gguf',
     );
+  });
+
+  it('one download of a file at a time: a live holder refuses in one line, a dead one is taken over', async () => {
+    const lock = join(dir, 'acme_tiny-GGUF_tiny-Q8_0.gguf.partial.lock');
+    await writeFile(lock, `${process.pid}\n`);
+    const busy = await pull('hf:acme/tiny-GGUF');
+    expect(busy.code).toBe(1);
+    expect(errorLine(busy)).toMatch(new RegExp(`tiny-Q8_0\\.gguf is being downloaded by another bmoe \\(pid ${process.pid}\\)`));
+    await writeFile(lock, '4194303\n'); // above any pid_max: no such process
+    const taken = await pull('hf:acme/tiny-GGUF');
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(existsSync(lock)).toBe(false);
   });
 
   it('pulls a plain URL, checked against the X-Linked-Etag of its redirect', async () => {

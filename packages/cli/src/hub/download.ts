@@ -52,6 +52,10 @@ async function readMeta(path: string): Promise<PartialMeta | null> {
 
 /** Downloads (or resumes) one file; resolves once `spec.dest` holds the verified file. */
 export async function downloadFile(spec: DownloadSpec): Promise<Downloaded> {
+  return withLock(`${spec.dest}.partial.lock`, spec.label, () => download(spec));
+}
+
+async function download(spec: DownloadSpec): Promise<Downloaded> {
   const partial = `${spec.dest}.partial`;
   const metaPath = `${partial}.json`;
   const meta = await readMeta(metaPath);
@@ -66,15 +70,8 @@ export async function downloadFile(spec: DownloadSpec): Promise<Downloaded> {
     offset = 0;
   }
   const ac = new AbortController();
-  let opened = await openDownload(spec.hub, spec.url, spec.label, { offset, ifRange: offset > 0 ? (meta?.etag ?? null) : null, signal: ac.signal });
-  const range = opened.response.status === 206 ? contentRange(opened.response) : null;
-  if (offset > 0 && (opened.response.status !== 206 || range?.start !== offset)) {
-    // 200 (changed, or no Range support), 416 or a range we did not ask for: start over.
-    await opened.response.body?.cancel();
-    offset = 0;
-    opened = await openDownload(spec.hub, spec.url, spec.label, { offset: 0, ifRange: null, signal: ac.signal });
-  }
-  if (opened.response.status === 416) throw new PullError(`${spec.label}: the server refused the download (416 from ${spec.url})`);
+  const opened = await openResumed(spec, offset, meta?.etag ?? null, ac);
+  offset = opened.offset;
   const expected = expectations(spec, opened, offset);
   await writeFile(metaPath, `${JSON.stringify({ url: spec.url, etag: opened.etag, sha256: expected.sha256, size: expected.size } satisfies PartialMeta)}\n`);
   const hash = createHash('sha256');
@@ -88,6 +85,55 @@ export async function downloadFile(spec: DownloadSpec): Promise<Downloaded> {
     throw new PullError(`${spec.label}: checksum mismatch: the published sha256 is ${expected.sha256}, the downloaded bytes have ${sha}; refused (kept at ${partial})`);
   }
   return finish(spec, partial, metaPath, { bytes, sha256: expected.sha256, resumedFrom: offset });
+}
+
+/** The response to write from, and the offset it starts at (0 when the server sends the whole file). */
+async function openResumed(spec: DownloadSpec, offset: number, etag: string | null, ac: AbortController): Promise<Opened & { offset: number }> {
+  // Headers must arrive within the idle timeout too (a hung connect or server).
+  const idleMs = spec.idleTimeoutMs ?? 60_000;
+  const timer = setTimeout(() => ac.abort(new Error(`no answer for ${idleMs / 1000} s`)), idleMs);
+  try {
+    const opened = await openDownload(spec.hub, spec.url, spec.label, { offset, ifRange: offset > 0 ? etag : null, signal: ac.signal });
+    const status = opened.response.status;
+    if (offset === 0 || status === 200) return { ...opened, offset: 0 }; // 200: changed (If-Range), or no Range support
+    if (status === 206 && contentRange(opened.response)?.start === offset) return { ...opened, offset };
+    // 416 or a range we did not ask for: start over.
+    await opened.response.body?.cancel();
+    const again = await openDownload(spec.hub, spec.url, spec.label, { offset: 0, ifRange: null, signal: ac.signal });
+    if (again.response.status !== 200) throw new PullError(`${spec.label}: the server answered ${again.response.status} to a whole-file request (${spec.url})`);
+    return { ...again, offset: 0 };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs `fn` holding `lockPath` (one download of a file at a time); a dead holder's lock is taken over. */
+async function withLock<T>(lockPath: string, label: string, fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await writeFile(lockPath, `${process.pid}\n`, { flag: 'wx' });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw err;
+      const pid = Number((await readFile(lockPath, 'utf8').catch(() => '')).trim());
+      if (pid > 0 && pid !== process.pid && isAlive(pid)) throw new PullError(`${label} is being downloaded by another bmoe (pid ${pid}); wait for it, or delete ${lockPath} if none is running`);
+      await rm(lockPath, { force: true });
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lockPath, { force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function expectations(spec: DownloadSpec, opened: Opened, offset: number): { sha256: string | null; size: number | null } {

@@ -43,7 +43,7 @@ export async function openDownload(hub: HubSettings, url: string, what: string, 
     try {
       res = await fetch(current, { headers, redirect: 'manual', signal: o.signal });
     } catch (err) {
-      throw asNetworkError(err, `${what} from ${current.href}`);
+      throw asNetworkError(o.signal.aborted ? o.signal.reason : err, `${what} from ${current.href}`);
     }
     linkedSha256 ??= SHA256.exec(res.headers.get('x-linked-etag') ?? '')?.[1]?.toLowerCase() ?? null;
     const size = Number(res.headers.get('x-linked-size') ?? NaN);
