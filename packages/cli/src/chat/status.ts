@@ -17,7 +17,7 @@ const UP = `${ESC}[1A`;
 /** The status text of a reply so far: tokens, tok/s and, when streaming, flash MiB/token and cache hit. */
 export function statusText(metrics: readonly TokenMetrics[], streaming: boolean): string {
   const s = summarize(metrics);
-  const parts = [`${s.tokens} tokens`, `${formatNumber(s.decodes > 0 ? s.tokensPerSecond : null, 1)} tok/s`];
+  const parts = [`${s.tokens} token${s.tokens === 1 ? '' : 's'}`, `${formatNumber(s.decodes > 0 ? s.tokensPerSecond : null, 1)} tok/s`];
   if (streaming) {
     parts.push(`flash ${formatNumber(s.decodes > 0 ? s.mibPerToken : null, 2)} MiB/token`);
     parts.push(`cache hit ${formatNumber(s.hitPercent, 1)} %`);
