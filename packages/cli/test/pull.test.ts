@@ -168,6 +168,19 @@ describe('bmoe pull', () => {
     expect(errorLine(r)).toMatch(/bad-Q8_0\.gguf: checksum mismatch: the published sha256 is [0-9a-f]{64}, the downloaded bytes have [0-9a-f]{64}; refused \(kept at .*\.partial\)$/);
     expect(existsSync(join(dir, 'acme_bad-GGUF_bad-Q8_0.gguf'))).toBe(false);
     expect((await stat(join(dir, 'acme_bad-GGUF_bad-Q8_0.gguf.partial'))).size).toBe(64_000);
+
+    // Fixed on the server: the next pull checks the kept file again, finds it wrong, fetches afresh.
+    const file = hub.repos.get('acme/bad-GGUF')!.files[0]!;
+    const served = file.served;
+    delete file.served;
+    try {
+      const again = await pull('hf:acme/bad-GGUF');
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).toMatch(/the kept partial file does not match its checksum; downloading it again/);
+      expect((await readFile(again.stdout.trim())).equals(file.data)).toBe(true);
+    } finally {
+      file.served = served;
+    }
   });
 
   it('401 without a token is one line asking for HF_TOKEN; with it, the token reaches the hub only', async () => {
