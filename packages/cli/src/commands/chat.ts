@@ -2,6 +2,7 @@
 // flags of `bmoe run` (`-n` caps each reply); the GGUF's own chat template unless --chatml.
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
+import { resolveModelArg } from '../hub/index.js';
 import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, generateOptions, loadOptions, tableOption, type ModelFlags } from '../model-options.js';
 
 interface ChatFlags extends ModelFlags {
@@ -13,7 +14,7 @@ export function chatCommand(program: Command): Command {
   const chat = program
     .command('chat')
     .description('chat with a GGUF model in the terminal: replies streamed, thinking dimmed, Ctrl-C stops a reply, Ctrl-D leaves')
-    .argument('<model>', 'GGUF model file')
+    .argument('<model>', 'GGUF model file, or hf:owner/repo[:QUANT] / an https URL (pulled first)')
     .addOption(tableOption('maxTokens', { help: 'tokens to generate at most in each reply' }));
   addContextOptions(chat);
   addGenerateOptions(chat, ['chatml'])
@@ -28,6 +29,6 @@ export function registerChat(program: Command, ctx: CliContext): void {
     const load = loadOptions(this, flags);
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
     const { runChat } = await import('../chat/repl.js');
-    ctx.exitCode = await runChat({ model, load, generate: generateOptions(this, flags), system: flags.system });
+    ctx.exitCode = await runChat({ model: await resolveModelArg(model), load, generate: generateOptions(this, flags), system: flags.system });
   });
 }
