@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ReplyPrinter, stopNote, type ReplyView } from '../src/chat/reply.js';
 import { StatusLine, statusText } from '../src/chat/status.js';
 import { ThinkSplitter, type Segment } from '../src/chat/think.js';
+import { lines, runCli } from './helpers.js';
 
 /** Feeds `pieces` one at a time (as tokens arrive) and merges what comes out. */
 function split(pieces: readonly string[]): Segment[] {
@@ -133,5 +134,27 @@ describe('the status line', () => {
     out = '';
     line.update(() => 'after stop');
     expect(out).toBe('');
+  });
+});
+
+describe('bmoe chat flags', () => {
+  it("--help shows run's model, streaming and generation flags, and --system", async () => {
+    const r = await runCli(['chat', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Usage: bmoe chat');
+    for (const flag of ['-n, --n-predict', '--ctx-size', '--temp', '--top-k', '--top-p', '--seed', '--chatml', '--no-think', '--system', '--moe-stream', '--cache-mb', '--io-threads', '--overlap']) {
+      expect(r.stdout).toContain(flag);
+    }
+  });
+
+  it.each([
+    [['chat', 'm.gguf', '-n', '0'], /'0' is invalid\. must be/],
+    [['chat', 'm.gguf', '--top-p', '2'], /must be a number in \(0, 1\]/],
+    [['chat'], /missing required argument 'model'/],
+  ])('%j is a usage error: exit 2, one line', async (args, message) => {
+    const r = await runCli(args);
+    expect(r.code).toBe(2);
+    expect(lines(r.stderr)).toHaveLength(1);
+    expect(r.stderr).toMatch(message);
   });
 });

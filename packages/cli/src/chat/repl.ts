@@ -135,8 +135,13 @@ class Chat {
   /** Ctrl-C: stops the running reply; a second one while it stops (or any without a reply, piped) exits. */
   private interrupt(): void {
     const running = this.running;
-    if (running && !running.signal.aborted) running.abort();
-    else if (running || !this.interactive) process.exit(EXIT_INTERRUPTED);
+    if (running && !running.signal.aborted) {
+      running.abort();
+    } else if (running || !this.interactive) {
+      // "Now": no waiting for the native side; the screen gets its last row back first.
+      this.view.status?.stop();
+      process.exit(EXIT_INTERRUPTED);
+    }
   }
 
   private command(line: string): 'exit' | null {
