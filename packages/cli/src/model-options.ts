@@ -3,6 +3,7 @@
 // typed become LoadOptions / GenerateOptions by the rows' API keys. `bmoe run` and `bmoe serve`
 // share the model and streaming flags, so both accept and check them identically.
 import { Option, type Command } from 'commander';
+import type { ChosenSettings } from '@bmoe/engine';
 import {
   flagName,
   optionByFlag,
@@ -57,8 +58,18 @@ export function tableOption(key: OptionKey, say: Partial<FlagDoc> = {}): Option 
 
 const flagged = (groups: readonly OptionGroup[]): OptionKey[] => optionRows(groups).flatMap((r) => (r.flag ? [r.key as OptionKey] : []));
 
+/** The second flag of a boolean row with a negation ('--no-moe-stream'): same attribute, value false. */
+function negationOption(key: OptionKey): Option | null {
+  const negation = optionRow(key).negation;
+  return negation ? cliOption(negation.flag, negation.help) : null;
+}
+
 function addRows(cmd: Command, keys: readonly OptionKey[]): Command {
-  for (const key of keys) cmd.addOption(tableOption(key));
+  for (const key of keys) {
+    cmd.addOption(tableOption(key));
+    const negation = negationOption(key);
+    if (negation) cmd.addOption(negation);
+  }
   return cmd;
 }
 
@@ -70,6 +81,7 @@ export function addContextOptions(cmd: Command): Command {
 /** Adds the weight and expert-streaming flags (--repack/--nr, --n-expert-used, --moe-stream, --cache-mb, ...) to a command. */
 export function addStreamingOptions(cmd: Command): Command {
   addRows(cmd, ['repack']).addOption(cliOption('--nr', 'no weight repacking (the default; as llama.cpp -nr)').conflicts('repack'));
+  // Neither --moe-stream nor --no-moe-stream: the settings rule decides (chooseLoad).
   return addRows(cmd, [...flagged(['model']).filter((k) => k !== 'repack'), ...flagged(['stream'])]);
 }
 
@@ -83,7 +95,8 @@ function givenRows(cmd: Command, flags: ModelFlags, groups: readonly OptionGroup
   const out: Array<[OptionRow, unknown]> = [];
   for (const option of cmd.options) {
     const row = option.long ? optionByFlag(option.long) : undefined;
-    if (!row || !groups.includes(row.group)) continue;
+    // A row with a negation has two options on one attribute: count it once.
+    if (!row || !groups.includes(row.group) || out.some(([r]) => r === row)) continue;
     const attr = option.attributeName();
     if (cmd.getOptionValueSource(attr) === 'cli') out.push([row, flags[attr]]);
   }
@@ -94,15 +107,21 @@ function usage(cmd: Command, message: string): never {
   return cmd.error(`error: ${message}`, { exitCode: 2, code: 'bmoe.usage' });
 }
 
-/** The flags as LoadOptions; a streaming flag without --moe-stream is a usage error (exit 2). */
+/**
+ * The flags as LoadOptions; a streaming flag without --moe-stream (or with --no-moe-stream) is a
+ * usage error (exit 2). --no-moe-stream gives `stream: { moeStream: false }`; neither flag gives
+ * no `stream`, which leaves the choice to the settings rule (chooseLoad).
+ */
 export function loadOptions(cmd: Command, flags: ModelFlags): LoadOptions {
   const load: Record<string, unknown> = {};
   for (const [row, value] of givenRows(cmd, flags, ['context', 'model'])) setPath(load, row.key, value);
   const stream = givenRows(cmd, flags, ['stream']);
   const moeStream = optionRow('stream.moeStream');
-  if (!stream.some(([row]) => row === moeStream)) {
-    const stray = stream[0];
+  const asked = stream.find(([row]) => row === moeStream);
+  const stray = stream.find(([row]) => row !== moeStream);
+  if (asked?.[1] !== true) {
     if (stray) usage(cmd, `${flagName(stray[0])} requires ${flagName(moeStream)}`);
+    if (asked) setPath(load, moeStream.key, false);
     return load as LoadOptions;
   }
   for (const [row, value] of stream) setPath(load, row.key, value);
@@ -111,6 +130,22 @@ export function loadOptions(cmd: Command, flags: ModelFlags): LoadOptions {
     usage(cmd, `${flagName(optionRow('stream.cacheCeilMb'))} applies only to ${flagName(optionRow('stream.cacheMb'), 'auto')}`);
   }
   return load as LoadOptions;
+}
+
+/**
+ * The settings rule on a model file with the flags given (neither --moe-stream nor --no-moe-stream:
+ * the rule decides streaming; -t and the other flags are kept). Reads the header and this machine's
+ * memory (the memory cgroup included); a missing or malformed model throws its one-line error.
+ * The caller loads with `settings.load` and prints `settingsLine(settings)` on stderr.
+ */
+export async function chooseLoad(model: string, given: LoadOptions): Promise<ChosenSettings> {
+  const { chooseSettingsFor } = await import('@bmoe/engine');
+  return (await chooseSettingsFor(model, given)).settings;
+}
+
+/** The one stderr line saying what was chosen and why: `bmoe: streaming experts (…), cache auto ≤ 772 MiB, 4 read lanes, 2 threads`. */
+export function settingsLine(settings: ChosenSettings): string {
+  return `bmoe: ${settings.reason}`;
 }
 
 /** The generation flags given as GenerateOptions (the engine fills in the rest). */

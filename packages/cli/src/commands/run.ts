@@ -3,7 +3,18 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
-import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, generateOptions, loadOptions, tableOption, type ModelFlags } from '../model-options.js';
+import {
+  addContextOptions,
+  addGenerateOptions,
+  addStreamingOptions,
+  chooseLoad,
+  cliOption,
+  generateOptions,
+  loadOptions,
+  settingsLine,
+  tableOption,
+  type ModelFlags,
+} from '../model-options.js';
 
 interface RunFlags extends ModelFlags {
   prompt: string;
@@ -31,15 +42,19 @@ export function runCommand(program: Command): Command {
 
 export function registerRun(program: Command, ctx: CliContext): void {
   runCommand(program).action(async function (this: Command, model: string, flags: RunFlags) {
-    const load = loadOptions(this, flags);
+    const given = loadOptions(this, flags);
+    const path = await resolveModelArg(model);
+    // The settings rule: streaming or resident, cache, lanes, threads (the flags given win).
+    const settings = await chooseLoad(path, given);
+    process.stderr.write(`${settingsLine(settings)}\n`);
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
     const { runGeneration } = await import('../generate.js');
     ctx.exitCode = await runGeneration({
-      model: await resolveModelArg(model),
+      model: path,
       prompt: flags.prompt,
       // --chatml and --no-think imply --chat.
       chat: Boolean(flags.chat || flags.chatml || !flags.think),
-      load,
+      load: settings.load,
       generate: generateOptions(this, flags),
       csv: flags.csv,
       json: Boolean(flags.json),

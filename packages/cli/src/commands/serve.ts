@@ -5,7 +5,7 @@ import { Option, type Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
 import { formatBytes } from '../format.js';
-import { addContextOptions, addStreamingOptions, loadOptions, type ModelFlags } from '../model-options.js';
+import { addContextOptions, addStreamingOptions, chooseLoad, loadOptions, settingsLine, type ModelFlags } from '../model-options.js';
 import { intRange, nonNegativeInt } from '../parse.js';
 
 interface ServeFlags extends ModelFlags {
@@ -38,12 +38,15 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--model-id <name>', 'the model name clients send (default: the file name without .gguf)');
   addContextOptions(serve);
   addStreamingOptions(serve).action(async function (this: Command, model: string, flags: ServeFlags) {
-    const load = loadOptions(this, flags);
+    const given = loadOptions(this, flags);
+    const path = await resolveModelArg(model);
+    // The settings rule (the flags given win); its line follows the listening line.
+    const settings = await chooseLoad(path, given);
     // Loaded on use: `bmoe --help` and usage errors stay fast.
     const { createServer } = await import('@bmoe/server');
     const server = await createServer({
-      model: await resolveModelArg(model),
-      load,
+      model: path,
+      load: settings.load,
       host: flags.host,
       allowedHosts: flags.allowedHosts,
       port: flags.port,
@@ -70,6 +73,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     try {
       const url = await server.listen();
       process.stderr.write(`bmoe serve: listening on ${url} (OpenAI base URL ${url}/v1), loading ${model}\n`);
+      process.stderr.write(`${settingsLine(settings)}\n`);
       try {
         await server.ready;
       } catch (err) {

@@ -105,8 +105,9 @@ export const OPTION_TABLE = [
   // ---- stream: LoadOptions.stream (the flags of --moe-stream) -----------------------------------
   {
     key: 'stream.moeStream', group: 'stream', flag: '--moe-stream', native: { params: 'model', key: 'stream' },
+    // The API default is off; the CLI's is the settings rule (settings.ts), which the help says.
     negation: { flag: '--no-moe-stream', help: 'hold the model resident even where the settings rule would stream it' },
-    value: bool, default: false, defaultText: 'off',
+    value: bool, default: false, defaultText: 'chosen: on when the model does not fit',
     help: 'stream the routed experts from the file instead of holding the model resident',
   },
   {
