@@ -135,6 +135,21 @@ describe('the status line', () => {
     line.update(() => 'after stop');
     expect(out).toBe('');
   });
+
+  it('stops drawing when the terminal changes size (its rows mean nothing then)', () => {
+    let out = '';
+    const term = { rows: 24, columns: 80, write: (t: string) => (out += t) };
+    const line = new StatusLine(term, (s) => s, 0);
+    line.start();
+    term.rows = 10;
+    out = '';
+    line.resize();
+    expect(out).toBe('\x1b7\x1b[r\x1b8');
+    out = '';
+    line.update(() => 'x');
+    line.stop();
+    expect(out).toBe('');
+  });
 });
 
 describe('bmoe chat flags', () => {

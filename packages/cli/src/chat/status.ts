@@ -35,7 +35,6 @@ export interface StatusTerminal {
 export class StatusLine {
   private rows = 0;
   private lastDraw = 0;
-  private render: () => string = () => '';
 
   /**
    * @param term where to draw
@@ -48,7 +47,7 @@ export class StatusLine {
     private readonly intervalMs = 100,
   ) {}
 
-  /** Reserves the last row: a new line first, so the cursor is never on it. */
+  /** Reserves the last row; call it at the start of a line (a new line first, then back up, so the cursor is never on that row). */
   start(): void {
     this.rows = this.term.rows;
     if (this.rows < 3) return;
@@ -56,23 +55,25 @@ export class StatusLine {
     this.lastDraw = 0;
   }
 
-  /** Shows what `render` says (called at most every intervalMs unless `force`). */
-  update(render: () => string, force = false): void {
-    this.render = render;
+  /** Shows what `render` says (called at most every intervalMs). */
+  update(render: () => string): void {
     if (this.rows < 3) return;
     const now = performance.now();
-    if (!force && now - this.lastDraw < this.intervalMs) return;
+    if (now - this.lastDraw < this.intervalMs) return;
     this.lastDraw = now;
     const width = Math.max(1, this.term.columns - 1);
     this.term.write(`${SAVE}${moveTo(this.rows)}${CLEAR_LINE}${this.style(render().slice(0, width))}${RESTORE}`);
   }
 
-  /** The terminal changed size: the region follows it. */
+  /**
+   * The terminal changed size: terminals reset the scroll region then, and a row number of the old
+   * size means nothing in the new one, so the status stops for the rest of this reply (and the
+   * region is reset for terminals that keep it).
+   */
   resize(): void {
     if (this.rows < 3) return;
-    this.term.write(`${SAVE}${moveTo(this.rows)}${CLEAR_LINE}${RESET_REGION}${RESTORE}`);
-    this.start();
-    this.update(this.render, true);
+    this.term.write(`${SAVE}${RESET_REGION}${RESTORE}`);
+    this.rows = 0;
   }
 
   /** Clears the status row and gives the whole screen back to the text. */
