@@ -8,7 +8,7 @@
 import { availableParallelism } from 'node:os';
 import { inspectModel } from '@bmoe/engine';
 import { chromium } from 'playwright-core';
-import { listModels, RULE, startDemo } from '../dist/index.js';
+import { deviceWithUsable, listModels, RULE, startDemo } from '../dist/index.js';
 
 const [modelsDir, out = new URL('../docs/screenshot.png', import.meta.url).pathname] = process.argv.slice(2);
 if (!modelsDir) {
@@ -18,11 +18,11 @@ if (!modelsDir) {
 
 const MiB = 1024 * 1024;
 const cores = availableParallelism();
-const [first] = await listModels(modelsDir, { memTotalBytes: 64 * 1024 * MiB, cores });
+const [first] = await listModels(modelsDir, deviceWithUsable(64 * 1024 * MiB, cores));
 if (!first) throw new Error(`no GGUF in ${modelsDir}`);
 const info = await inspectModel(first.path);
 const usable = info.denseBytes + RULE.overheadBytes + Math.ceil(info.expertBytes / 2 / MiB) * MiB;
-const device = { memTotalBytes: RULE.reserveMinBytes + usable, cores };
+const device = deviceWithUsable(usable, cores);
 
 const demo = await startDemo({ modelsDir, port: 0, device, log: (l) => console.error(`demo: ${l}`) });
 const state = await demo.settled();

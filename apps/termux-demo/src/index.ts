@@ -1,5 +1,5 @@
 // @bmoe/termux-demo: the phone demo's pieces, for tests and for embedding.
-export { chooseSettings, formatSize, runFlags, usableBytes, RULE, type DemoMode, type DemoSettings, type DeviceFacts, type ModelFacts } from './settings.js';
+export { chooseSettings, deviceWithUsable, formatSize, runFlags, usableBytes, RULE, type DemoMode, type DemoSettings, type DeviceFacts, type ModelFacts } from './settings.js';
 export { readDeviceFacts } from './device.js';
 export { describeModelFile, isModelFile, listModels, type ModelEntry } from './models.js';
 export { mountOf, probeODirect, type ODirectProbe } from './probe.js';

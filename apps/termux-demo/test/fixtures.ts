@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inspectModel } from '@bmoe/engine';
-import { RULE, type DeviceFacts } from '../src/settings.js';
+import { deviceWithUsable, RULE, type DeviceFacts } from '../src/settings.js';
 
 export const PKG_DIR = fileURLToPath(new URL('..', import.meta.url));
 export const REPO_DIR = join(PKG_DIR, '..', '..');
@@ -20,5 +20,5 @@ const MiB = 1024 * 1024;
 export async function streamingDevice(path: string): Promise<DeviceFacts> {
   const info = await inspectModel(path);
   const usable = info.denseBytes + RULE.overheadBytes + Math.ceil((2.5 * info.workingSetBytes) / MiB) * MiB;
-  return { memTotalBytes: RULE.reserveMinBytes + usable, cores: 1 };
+  return deviceWithUsable(usable, 1);
 }

@@ -40,8 +40,8 @@ describe('usableMemory', () => {
 });
 
 describe('coreSettings', () => {
-  it('min(4, cores) compute threads and min(4, 2 × cores) read lanes', () => {
-    expect(coreSettings(1)).toEqual({ threads: 1, ioThreads: 2 });
+  it('min(4, cores) compute threads and 4 read lanes', () => {
+    expect(coreSettings(1)).toEqual({ threads: 1, ioThreads: 4 });
     expect(coreSettings(2)).toEqual({ threads: 2, ioThreads: 4 });
     expect(coreSettings(3)).toEqual({ threads: 3, ioThreads: 4 });
     expect(coreSettings(12)).toEqual({ threads: 4, ioThreads: 4 });
