@@ -190,7 +190,9 @@ async function runRow(
   const csvPath = join(o.out, `${stem}.csv`);
   const csvPart = `${csvPath}.part`;
   const peer = config.tool === 'llama-completion';
-  const argv = peer ? peerArgv(o, model, flags) : [...o.bmoe, 'run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', '--csv', csvPart, ...flags];
+  // A row without --moe-stream measures resident/mmap, not what bmoe's settings rule would pick.
+  const resident = flags.some((f) => f === '--moe-stream' || f === '--no-moe-stream') ? [] : ['--no-moe-stream'];
+  const argv = peer ? peerArgv(o, model, flags) : [...o.bmoe, 'run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', '--csv', csvPart, ...flags, ...resident];
 
   const startedAt = new Date().toISOString();
   const { run, pressureStart, samples } = await spawnRow(o, argv, cg);

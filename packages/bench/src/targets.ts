@@ -89,7 +89,7 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
       const csvPath = join(csvDir, `row-${results.length}.csv`);
       const argv = row.peer
         ? [llamaToolPath('llama-completion') ?? 'llama-completion', '-m', o.model, '-p', o.prompt, '-n', String(o.n), '-no-cnv', '--temp', '0', '-t', String(o.threads), '-nr', '--no-warmup']
-        : [...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...row.args, ...(row.csv ? ['--csv', csvPath] : [])];
+        : [...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];
       const r = await runInCgroup(argv, row.limited ? cg : null, 30 * 60_000);
       const res: RowResult = { name: row.name, limited: row.limited, ok: false, cgroupPeakBytes: row.limited ? r.peakBytes : null };
       if (r.oomKilled || r.code !== 0) {
