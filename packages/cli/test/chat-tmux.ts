@@ -12,6 +12,8 @@ import { BIN } from './helpers.js';
 const exec = promisify(execFile);
 
 export const PROMPT = '>>> ';
+/** What the wrapping shell prints when bmoe chat exits, before the status. */
+const EXIT_MARK = 'bmoe chat exited with status ';
 
 export interface TmuxOptions {
   columns?: number;
@@ -24,11 +26,15 @@ export class TmuxChat {
     private readonly socket: string,
   ) {}
 
-  /** Starts `node dist/bin.js ARGS` in a new detached session; the pane stays after exit for its status. */
+  /**
+   * Starts `node dist/bin.js ARGS` in a new detached session, under `sh -c` that prints its exit
+   * status when it ends (tmux's own #{pane_dead_status} is sometimes left empty for a process that
+   * has exited); the pane stays after that for the test to read.
+   */
   static async start(args: readonly string[], opts: TmuxOptions = {}): Promise<TmuxChat> {
     const dir = await mkdtemp(join(tmpdir(), 'bmoe-chat-tmux-'));
     const t = new TmuxChat(dir, join(dir, 'sock'));
-    const command = [process.execPath, BIN, ...args].map(shellQuote).join(' ');
+    const command = `${[process.execPath, BIN, ...args].map(shellQuote).join(' ')}; echo "${EXIT_MARK}$?"`;
     await t.tmux('new-session', '-d', '-s', 'chat', '-x', String(opts.columns ?? 160), '-y', String(opts.rows ?? 48), command, ';', 'set-option', '-t', 'chat', 'remain-on-exit', 'on');
     return t;
   }
@@ -69,23 +75,12 @@ export class TmuxChat {
 
   /** The exit status once the program has exited; null while it runs. */
   async exitStatus(): Promise<number | null> {
-    const { stdout } = await this.tmux('display-message', '-p', '-t', 'chat', '#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}');
-    const [dead, status, signal] = stdout.trim().split(':');
-    if (dead !== '1') return null;
-    if (signal) throw new Error(`bmoe chat was killed by signal ${signal}; the screen:\n${await this.screen()}`);
-    // tmux may see the terminal close before it has collected the status: not exited yet.
-    return status ? Number(status) : null;
+    return exitOf(await this.screen()) ?? null;
   }
 
   /** Waits for the program to exit; its status. */
   async waitForExit(timeoutMs = 30_000): Promise<number> {
-    const until = performance.now() + timeoutMs;
-    for (;;) {
-      const status = await this.exitStatus();
-      if (status !== null) return status;
-      if (performance.now() > until) throw new Error(`bmoe chat did not exit within ${timeoutMs} ms; the screen:\n${await this.screen()}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    return this.waitFor('bmoe chat to exit', exitOf, timeoutMs);
   }
 
   /** Ends the tmux server (and the program, if it still runs) and removes its folder. */
@@ -99,6 +94,12 @@ export class TmuxChat {
       throw new Error(`tmux ${args[0]} failed (bmoe chat's terminal tests need tmux on PATH: apt-get install tmux): ${err.message}`);
     });
   }
+}
+
+/** The status the wrapping shell printed; undefined while the program runs. */
+function exitOf(screen: string): number | undefined {
+  const status = screen.split('\n').find((l) => l.startsWith(EXIT_MARK))?.slice(EXIT_MARK.length);
+  return status === undefined ? undefined : Number(status);
 }
 
 function shellQuote(s: string): string {

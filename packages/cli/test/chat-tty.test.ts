@@ -88,7 +88,7 @@ describe.runIf(nativeAvailable)('bmoe chat in a terminal (tmux)', () => {
     expect(await chat.waitForExit()).toBe(0);
   });
 
-  it('Ctrl-C stops a long reply and the chat goes on; Ctrl-C twice at the prompt leaves with status 0', async () => {
+  it('Ctrl-C stops a long reply (and drops what was typed meanwhile) and the chat goes on; Ctrl-C twice at the prompt leaves with status 0', async () => {
     const cap = 16000;
     const chat = await start(['-n', String(cap), '-c', '16384']);
     await chat.line(FIRST);
@@ -105,8 +105,11 @@ describe.runIf(nativeAvailable)('bmoe chat in a terminal (tmux)', () => {
     // The session goes on: the next message gets a reply that continues the conversation.
     await chat.line(SECOND);
     await chat.waitFor('the next reply to start streaming', (s) => replyStarted(s, SECOND));
+    // Keys typed while a reply streams neither show in it nor survive a Ctrl-C.
+    await chat.keys('-l', 'typed ahead');
     await chat.keys('C-c');
-    await chat.waitFor('the prompt after the second Ctrl-C', (s) => replyAfter(s, SECOND) !== undefined && atPrompt(s));
+    await chat.waitFor('an empty prompt after the second Ctrl-C', (s) => replyAfter(s, SECOND) !== undefined && atPrompt(s));
+    expect(await chat.screen()).not.toContain('typed ahead');
     await chat.line('/stats');
     const second = await chat.waitFor('/stats after the second reply', (s) => stats(s, 1));
     expect(second.stop).toBe('abort');

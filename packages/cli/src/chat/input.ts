@@ -1,7 +1,8 @@
 // Where the chat's lines come from. On a terminal: Node's readline (line editing, history with the
-// arrow keys), one interface per prompt; while a reply streams the terminal stays in raw mode
-// without echo, so keys typed then neither land in the reply's text nor wait for the next prompt,
-// and Ctrl-C (byte 0x03) stops the reply. Piped: plain lines until the end of the input, no prompt.
+// arrow keys), one interface per prompt. While a reply streams the terminal stays in raw mode
+// without echo: Ctrl-C (byte 0x03) stops the reply, and other keys typed then do not land in the
+// reply's text but wait for the next prompt, one line at a time, as a shell's type-ahead does
+// (a Ctrl-C throws them away). Piped: plain lines until the end of the input, no prompt.
 import { createInterface, type Interface } from 'node:readline/promises';
 
 export type InputEvent =
@@ -25,6 +26,8 @@ const CTRL_C = '\x03';
 export class TtyInput implements ChatInput {
   private history: string[] = [];
   private rl: Interface | null = null;
+  /** Keys typed while a reply streamed, not yet given to a prompt. */
+  private typeahead = '';
 
   constructor(
     private readonly input: NodeJS.ReadStream,
@@ -32,6 +35,7 @@ export class TtyInput implements ChatInput {
   ) {}
 
   read(prompt: string): Promise<InputEvent> {
+    this.replayTypeahead();
     const rl = createInterface({
       input: this.input,
       output: this.output,
@@ -63,7 +67,14 @@ export class TtyInput implements ChatInput {
 
   watchInterrupt(onInterrupt: () => void): () => void {
     const onData = (data: Buffer | string): void => {
-      if ((typeof data === 'string' ? data : data.toString('latin1')).includes(CTRL_C)) onInterrupt();
+      const keys = typeof data === 'string' ? data : data.toString('utf8');
+      const ctrlC = keys.lastIndexOf(CTRL_C);
+      if (ctrlC < 0) {
+        this.typeahead += keys;
+        return;
+      }
+      this.typeahead = keys.slice(ctrlC + 1);
+      onInterrupt();
     };
     this.input.setRawMode(true);
     this.input.on('data', onData).resume();
@@ -71,6 +82,18 @@ export class TtyInput implements ChatInput {
       this.input.off('data', onData).pause();
       this.input.setRawMode(false);
     };
+  }
+
+  /**
+   * Puts the type-ahead's first line (through its Enter) back into the input, where the next
+   * interface reads it as typed keys; a later line waits for the prompt after.
+   */
+  private replayTypeahead(): void {
+    if (this.typeahead === '') return;
+    const enter = this.typeahead.search(/[\r\n]/);
+    const line = enter < 0 ? this.typeahead : this.typeahead.slice(0, enter + 1);
+    this.typeahead = this.typeahead.slice(line.length);
+    this.input.unshift(Buffer.from(line, 'utf8'));
   }
 
   close(): void {

@@ -3,7 +3,18 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
-import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, generateOptions, loadOptions, tableOption, type ModelFlags } from '../model-options.js';
+import {
+  addContextOptions,
+  addGenerateOptions,
+  addStreamingOptions,
+  chooseLoad,
+  cliOption,
+  generateOptions,
+  loadOptions,
+  settingsLine,
+  tableOption,
+  type ModelFlags,
+} from '../model-options.js';
 
 interface ChatFlags extends ModelFlags {
   system?: string;
@@ -26,9 +37,13 @@ export function chatCommand(program: Command): Command {
 
 export function registerChat(program: Command, ctx: CliContext): void {
   chatCommand(program).action(async function (this: Command, model: string, flags: ChatFlags) {
-    const load = loadOptions(this, flags);
+    const given = loadOptions(this, flags);
+    const path = await resolveModelArg(model);
+    // The settings rule: streaming or resident, cache, lanes, threads (the flags given win).
+    const settings = await chooseLoad(path, given);
+    process.stderr.write(`${settingsLine(settings)}\n`);
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
     const { runChat } = await import('../chat/repl.js');
-    ctx.exitCode = await runChat({ model: await resolveModelArg(model), load, generate: generateOptions(this, flags), system: flags.system });
+    ctx.exitCode = await runChat({ model: path, load: settings.load, generate: generateOptions(this, flags), system: flags.system });
   });
 }
