@@ -66,6 +66,21 @@ describe.runIf(nativeAvailable)('bmoe chat with piped input', () => {
     expect(r.stdout).toBe(printed(expected.text));
   });
 
+  it('--no-think reaches the template (the reply session.chat gives with think off, not the one with it on)', async () => {
+    const m = await loadModel(model, { threads: 2 });
+    const [off, on] = await (async () => {
+      try {
+        return [(await m.createSession().chat('hi', { maxTokens: 8, think: false }).result).text, (await m.createSession().chat('hi', { maxTokens: 8 }).result).text];
+      } finally {
+        await m.close();
+      }
+    })();
+    expect(off).not.toBe(on);
+    const r = await chatPiped([model, '-n', '8', '-t', '2', '--no-think'], 'hi\n');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(printed(off));
+  });
+
   it('answers line after line in one conversation; /stats, /reset and /exit work; nothing after /exit is read', async () => {
     const m = await loadModel(model, { threads: 2 });
     const s = m.createSession();
