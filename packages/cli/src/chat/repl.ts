@@ -3,7 +3,7 @@
 // stops the running reply; at the prompt a second Ctrl-C, Ctrl-D or /exit leaves.
 import { basename } from 'node:path';
 import pc from 'picocolors';
-import { loadModel, type GenerateOptions, type GenerationResult, type LoadOptions, type Model, type Session } from '@bmoe/engine';
+import { BmoeError, loadModel, type GenerateOptions, type GenerationResult, type LoadOptions, type Model, type Session } from '@bmoe/engine';
 import { formatEndOfRunLines } from '@bmoe/engine/metrics';
 import { EXIT_INTERRUPTED } from '../context.js';
 import { formatBytes } from '../format.js';
@@ -27,7 +27,7 @@ export interface ChatIo {
   stderr: NodeJS.WriteStream;
 }
 
-export const PROMPT = '>>> ';
+const PROMPT = '>>> ';
 
 const HELP = [
   'type a message and Enter to send it; Ctrl-C stops a reply',
@@ -125,7 +125,7 @@ class Chat {
       return null;
     } catch (err) {
       reportError(err);
-      return (err as { code?: string }).code === 'E_MODEL_CHANGED' ? 1 : null;
+      return err instanceof BmoeError && err.code === 'E_MODEL_CHANGED' ? 1 : null;
     } finally {
       unwatch();
       this.running = null;
