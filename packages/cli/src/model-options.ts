@@ -143,6 +143,19 @@ export async function chooseLoad(model: string, given: LoadOptions): Promise<Cho
   return (await chooseSettingsFor(model, given)).settings;
 }
 
+/**
+ * What `run` and `chat` do before loading: MODEL resolved (a path, or a hub REF pulled first), the
+ * settings rule applied to the flags given, and its one line on stderr.
+ */
+export async function modelAndSettings(cmd: Command, model: string, flags: ModelFlags): Promise<{ path: string; settings: ChosenSettings }> {
+  const given = loadOptions(cmd, flags);
+  const { resolveModelArg } = await import('./hub/index.js');
+  const path = await resolveModelArg(model);
+  const settings = await chooseLoad(path, given);
+  process.stderr.write(`${settingsLine(settings)}\n`);
+  return { path, settings };
+}
+
 /** The one stderr line saying what was chosen and why: `bmoe: streaming experts (…), cache auto ≤ 772 MiB, 4 read lanes, 2 threads`. */
 export function settingsLine(settings: ChosenSettings): string {
   return `bmoe: ${settings.reason}`;

@@ -2,16 +2,13 @@
 // flags of `bmoe run` (`-n` caps each reply); the GGUF's own chat template unless --chatml.
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
-import { resolveModelArg } from '../hub/index.js';
 import {
   addContextOptions,
   addGenerateOptions,
   addStreamingOptions,
-  chooseLoad,
   cliOption,
   generateOptions,
-  loadOptions,
-  settingsLine,
+  modelAndSettings,
   tableOption,
   type ModelFlags,
 } from '../model-options.js';
@@ -37,11 +34,8 @@ export function chatCommand(program: Command): Command {
 
 export function registerChat(program: Command, ctx: CliContext): void {
   chatCommand(program).action(async function (this: Command, model: string, flags: ChatFlags) {
-    const given = loadOptions(this, flags);
-    const path = await resolveModelArg(model);
     // The settings rule: streaming or resident, cache, lanes, threads (the flags given win).
-    const settings = await chooseLoad(path, given);
-    process.stderr.write(`${settingsLine(settings)}\n`);
+    const { path, settings } = await modelAndSettings(this, model, flags);
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
     const { runChat } = await import('../chat/repl.js');
     ctx.exitCode = await runChat({ model: path, load: settings.load, generate: generateOptions(this, flags), system: flags.system });

@@ -2,16 +2,13 @@
 // --top-k, --top-p, --seed) plus the spec's streaming flags, mapped onto @bmoe/engine options.
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
-import { resolveModelArg } from '../hub/index.js';
 import {
   addContextOptions,
   addGenerateOptions,
   addStreamingOptions,
-  chooseLoad,
   cliOption,
   generateOptions,
-  loadOptions,
-  settingsLine,
+  modelAndSettings,
   tableOption,
   type ModelFlags,
 } from '../model-options.js';
@@ -42,11 +39,8 @@ export function runCommand(program: Command): Command {
 
 export function registerRun(program: Command, ctx: CliContext): void {
   runCommand(program).action(async function (this: Command, model: string, flags: RunFlags) {
-    const given = loadOptions(this, flags);
-    const path = await resolveModelArg(model);
     // The settings rule: streaming or resident, cache, lanes, threads (the flags given win).
-    const settings = await chooseLoad(path, given);
-    process.stderr.write(`${settingsLine(settings)}\n`);
+    const { path, settings } = await modelAndSettings(this, model, flags);
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
     const { runGeneration } = await import('../generate.js');
     ctx.exitCode = await runGeneration({
