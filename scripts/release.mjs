@@ -12,6 +12,8 @@
 //   --allow-missing    publish platform packages that have their binary, skip the others
 //                      (the default refuses: a platform package without its binary is broken)
 //   --no-tag           do not run `changeset tag`
+//   --provenance       `npm publish --provenance` (signed build provenance; in GitHub Actions with
+//                      `permissions: id-token: write`, as .github/workflows/release.yml runs it)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -99,8 +101,18 @@ export function packAll({ outDir, allowMissing = false, log = console.error } = 
   return packed;
 }
 
+/** The workspace folders whose packages the release builds (and packs): every parent workspacePackages reads. */
+export const BUILD_FILTERS = ['./packages/*', './apps/*'];
+
+/** Builds the TypeScript of every package packed (apps/termux-demo too); the binaries come from the
+ *  build jobs (scripts/build-target.mjs + napi artifacts). */
+export function buildAll() {
+  const [cmd, args] = pnpmArgs(['-r', ...BUILD_FILTERS.flatMap((f) => ['--filter', f]), 'run', 'build']);
+  sh(cmd, args, { cwd: root });
+}
+
 /** Publishes packed tarballs in order; skips versions the registry already has. */
-export function publishAll(packed, { registry, env = process.env, log = console.error } = {}) {
+export function publishAll(packed, { registry, provenance = false, env = process.env, log = console.error } = {}) {
   const reg = registry ? ['--registry', registry] : [];
   for (const { pkg, tarball } of packed) {
     const view = spawnSync('npm', ['view', `${pkg.name}@${pkg.version}`, 'version', ...reg], { encoding: 'utf8', env });
@@ -108,7 +120,7 @@ export function publishAll(packed, { registry, env = process.env, log = console.
       log(`[release] ${pkg.name}@${pkg.version} is already published`);
       continue;
     }
-    sh('npm', ['publish', tarball, '--access', 'public', '--loglevel', 'warn', ...reg], { env });
+    sh('npm', ['publish', tarball, '--access', 'public', '--loglevel', 'warn', ...reg, ...(provenance ? ['--provenance'] : [])], { env });
   }
 }
 
@@ -118,14 +130,10 @@ function main(argv) {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const outDir = resolve(opt('--out') ?? join(root, '.release'));
-  if (!argv.includes('--skip-build')) {
-    // TypeScript only: the binaries come from the build jobs (scripts/build-target.mjs + napi artifacts).
-    const [cmd, args] = pnpmArgs(['-r', '--filter', './packages/*', 'run', 'build']);
-    sh(cmd, args, { cwd: root });
-  }
+  if (!argv.includes('--skip-build')) buildAll();
   const packed = packAll({ outDir, allowMissing: argv.includes('--allow-missing') });
   if (argv.includes('--pack-only')) return;
-  publishAll(packed, { registry: opt('--registry') });
+  publishAll(packed, { registry: opt('--registry'), provenance: argv.includes('--provenance') });
   if (!argv.includes('--no-tag')) {
     const [cmd, args] = pnpmArgs(['exec', 'changeset', 'tag']);
     sh(cmd, args, { cwd: root });
