@@ -29,8 +29,8 @@ export function editArb(): fc.Arbitrary<Edit> {
   );
 }
 
-/** Offset of the value-type field of `key` (the value follows it). */
-function typeAt(bytes: Buffer, key: string): number {
+/** Offset of the value-type field of `key` in GGUF bytes (the value follows it). */
+export function typeAt(bytes: Buffer, key: string): number {
   const k = Buffer.from(key);
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(k.length));

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { GgufValueType, gv, layoutGguf, makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BmoeError, inspectModel, loadModel } from '../src/index.js';
+import { typeAt } from './gguf-fuzz-cases.js';
 
 let dir: string;
 let tiny: Buffer;
@@ -22,16 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
-
-/** Offset of the value-type field of `key` in GGUF bytes (the value follows it). */
-function typeAt(bytes: Buffer, key: string): number {
-  const k = Buffer.from(key);
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(k.length));
-  const at = bytes.indexOf(Buffer.concat([len, k]));
-  if (at < 0) throw new Error(`no key ${key}`);
-  return at + 8 + k.length;
-}
 
 let n = 0;
 async function variant(edit: (b: Buffer) => void): Promise<string> {
