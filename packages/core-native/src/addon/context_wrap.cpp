@@ -56,7 +56,7 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     self->gen->n_batch = (int32_t) cp.n_batch;
     self->gen->observer = self->model->stream.get();
     if (const file_guard * guard = self->model->guard.get()) {
-        self->gen->file_check = [guard]() { return guard->check(); };
+        self->gen->file_check = [guard](bool full) { return guard->check(full); };
     }
     llama_set_abort_callback(ctx, [](void * data) { return static_cast<generator *>(data)->abort_flag.load(); }, self->gen.get());
     return obj;

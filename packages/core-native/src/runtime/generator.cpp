@@ -81,7 +81,7 @@ void generator::reset() {
 void generator::check_request(const generate_request & req) const {
     const int32_t n_ctx = (int32_t) llama_n_ctx(ctx);
     if (file_check) {
-        const std::string changed = file_check();
+        const std::string changed = file_check(true);
         if (!changed.empty()) throw std::runtime_error(changed);
     }
     if (req.tokens.empty()) {
@@ -122,7 +122,7 @@ void generator::throw_if_failed() {
     // An observer that stopped a decode (a failed read, a changed file) is an error, not an abort.
     // So is a model file that changed under the decode (its output is garbage).
     std::string why = observer ? observer->error() : std::string();
-    if (why.empty() && file_check) why = file_check();
+    if (why.empty() && file_check) why = file_check(false);
     if (!why.empty()) {
         drop_uncached();
         throw std::runtime_error(why);

@@ -119,10 +119,11 @@ file_guard::~file_guard() {
     g_slots[slot].used.store(false, std::memory_order_release);
 }
 
-std::string file_guard::check() const {
+std::string file_guard::check(bool stat_file) const {
     if (slot >= 0 && g_slots[slot].tripped.load(std::memory_order_acquire)) {
         return path + ": the model file was truncated while in use (a read past its new end); load it again";
     }
+    if (!stat_file) return "";
     struct stat st{};
     if (stat(path.c_str(), &st) != 0) {
         return path + ": the model file is gone (" + std::strerror(errno) + "); load it again";

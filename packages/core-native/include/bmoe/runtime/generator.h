@@ -50,9 +50,11 @@ struct generator {
     const llama_vocab *      vocab    = nullptr;
     int32_t                  n_batch  = 512;
     decode_observer *        observer = nullptr;
-    // "" while the model file is as loaded, else why not (vm/file_guard); checked before and after
-    // every decode. Empty function: no check (the wasm build reads the file into memory).
-    std::function<std::string()> file_check;
+    // "" while the model file is as loaded, else why not (vm/file_guard). Called with full = true
+    // before a request (stats the file) and full = false after every decode (only the SIGBUS mark:
+    // the per-token path stays free of syscalls; a streamed model's streamer stats it per decode
+    // anyway). Empty function: no check (the wasm build reads the file into memory).
+    std::function<std::string(bool full)> file_check;
     std::vector<llama_token> cached;                 // tokens whose KV entries are in ctx (seq 0)
     std::atomic<bool>        abort_flag{false};  // cleared by the caller when a generation is requested
 

@@ -20,8 +20,9 @@ struct file_guard {
     file_guard(const file_guard &) = delete;
     file_guard & operator=(const file_guard &) = delete;
 
-    // "" while the file is as loaded; else one line naming the file and what changed.
-    std::string check() const;
+    // "" while the file is as loaded; else one line naming the file and what changed. With
+    // `stat_file` false only the SIGBUS mark is read (an atomic load): cheap enough for every decode.
+    std::string check(bool stat_file = true) const;
 
     std::string path;
     dev_t       dev      = 0;
