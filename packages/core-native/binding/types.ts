@@ -43,6 +43,8 @@ export interface NativeStreamInfo {
 /** loadModel's parameters; the option keys are rows of @bmoe/engine's option table (defaults and ranges there). */
 export interface NativeModelParams {
   path: string;
+  /** Called with the loaded fraction (0..1), on the JS thread, as llama.cpp reports it. */
+  onProgress?: (fraction: number) => void;
   /** Map the file (llama.cpp `use_mmap`). */
   useMmap?: boolean;
   /** Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off). */
@@ -85,6 +87,37 @@ export interface NativeSampling {
   topK: number;
   topP: number;
   seed: number;
+  /** Minimum probability relative to the most likely token (llama.cpp --min-p); 0 = off. */
+  minP?: number;
+  /** Repeat penalty over the last `repeatLastN` tokens (prompt included, as llama.cpp); 1 = off. */
+  repeatPenalty?: number;
+  repeatLastN?: number;
+  /** OpenAI-style additive penalties; 0 = off. */
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+}
+
+/** One lazy-grammar trigger, as llama.cpp's common_grammar_trigger. */
+export interface NativeGrammarTrigger {
+  type: 'token' | 'word' | 'pattern' | 'pattern_full';
+  value: string;
+  /** The token id, for type 'token'. */
+  token?: number;
+}
+
+/**
+ * A grammar constraint on the generated tokens (GBNF, llama.cpp's grammar sampler). A user
+ * grammar (kind 'user') applies from the first generated token; an output-format or tool-call
+ * grammar of a chat plan is first fed the plan's generation prompt (it starts with it), and a lazy
+ * one applies only once a trigger appears.
+ */
+export interface NativeGrammar {
+  gbnf: string;
+  kind: 'user' | 'output' | 'tools';
+  lazy: boolean;
+  triggers: NativeGrammarTrigger[];
+  /** The part of the prompt the template wrote for the assistant (NativeChatPlan). */
+  generationPrompt: string;
 }
 
 export interface NativeGenerateRequest {
@@ -94,6 +127,14 @@ export interface NativeGenerateRequest {
   sampling: NativeSampling;
   /** Copy the logits of every sampled position into the token event (tests, small vocabularies). */
   logits?: boolean;
+  /** Constrain the output (native addon only: the wasm32-wasi build rejects a grammar). */
+  grammar?: NativeGrammar;
+  /**
+   * When the context fills during generation: false (default) stops with stopReason 'context';
+   * true drops the older half of the cached tokens after the first (llama-completion's context
+   * shift) and goes on.
+   */
+  contextShift?: boolean;
 }
 
 /**
@@ -140,6 +181,64 @@ export interface NativeChatMessage {
   content: string;
 }
 
+/**
+ * A chat request for NativeModel.prepareChat(): OpenAI-shaped JSON, read by llama.cpp's own
+ * parsers (common_chat_msgs_parse_oaicompat, common_chat_tools_parse_oaicompat) and formatted
+ * by common_chat_templates_apply, which also derives the grammar for tools and JSON schemas.
+ */
+export interface NativeChatRequest {
+  /** OpenAI chat messages as JSON text: role, content, tool_calls, tool_call_id, name, reasoning_content. */
+  messagesJson: string;
+  /** OpenAI `tools` as JSON text; '' or absent = none. */
+  toolsJson?: string;
+  /** 'auto' (default) | 'none' | 'required'. A named function: pass only that tool, 'required'. */
+  toolChoice?: 'auto' | 'none' | 'required';
+  parallelToolCalls?: boolean;
+  /** A JSON schema (JSON text) the answer must match; '' or absent = none. */
+  jsonSchema?: string;
+  /** A GBNF grammar for the answer (not with tools or jsonSchema). */
+  grammar?: string;
+  chatml: boolean;
+  think: boolean;
+}
+
+/** How parseChat reads a generated answer: returned by prepareChat, passed back unchanged. */
+export interface NativeChatSyntax {
+  /** llama.cpp's common_chat_format. */
+  format: number;
+  /** The format's name (common_chat_format_name), for logs and tests. */
+  formatName: string;
+  generationPrompt: string;
+  /** Serialized PEG parser of the format ('' when it has none). */
+  parser: string;
+  parseToolCalls: boolean;
+}
+
+export interface NativeChatPlan {
+  /** The prompt's tokens (special tokens parsed, one BOS), like prepare(). */
+  tokens: Int32Array;
+  /** The constraint for tools / JSON schema / grammar; null when the answer is free text. */
+  grammar: NativeGrammar | null;
+  /** Extra stop strings the format asks for. */
+  additionalStops: string[];
+  syntax: NativeChatSyntax;
+}
+
+export interface NativeToolCall {
+  name: string;
+  /** JSON text. */
+  arguments: string;
+  /** '' when the format carries no id. */
+  id: string;
+}
+
+/** An answer as llama.cpp's chat parser reads it (common_chat_parse). */
+export interface NativeParsedMessage {
+  content: string;
+  reasoningContent: string;
+  toolCalls: NativeToolCall[];
+}
+
 /** A prompt for NativeModel.prepare(): raw text, or chat messages through the template. */
 export type NativePrepareInput = { text: string } | { messages: NativeChatMessage[]; chatml: boolean; think: boolean };
 
@@ -154,6 +253,18 @@ export interface NativeModel {
   fileStatus(): string;
   tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
   detokenize(tokens: Int32Array): string;
+  /**
+   * Formats an OpenAI-shaped chat request and derives its constraint (tools, JSON schema) on a
+   * worker thread. Absent in the wasm32-wasi build (it has no llama.cpp common library).
+   */
+  prepareChat?(req: NativeChatRequest): Promise<NativeChatPlan>;
+  /**
+   * Reads generated text as the plan's format (reasoning, content, tool calls). `partial`: the
+   * text may stop mid-way (streaming). Throws only on a final text that does not parse. Absent in wasm.
+   */
+  parseChat?(text: string, partial: boolean, syntax: NativeChatSyntax): NativeParsedMessage;
+  /** llama.cpp's json_schema_to_grammar; throws naming what is unsupported. Absent in wasm. */
+  jsonSchemaToGrammar?(schemaJson: string): string;
   /** Formats with the GGUF's own template (llama.cpp common chat templates), or ChatML when asked. */
   applyChatTemplate(messages: NativeChatMessage[], opts: { chatml: boolean; think: boolean; addAssistant: boolean }): string;
   createContext(params: NativeContextParams): NativeContext;

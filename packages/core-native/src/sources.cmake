@@ -32,6 +32,8 @@ target_include_directories(bmoe_policy PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/includ
 
 add_library(bmoe_runtime STATIC
     src/runtime/generator.cpp
+    src/runtime/sampler_common.cpp
+    src/runtime/chat_plan.cpp
     src/runtime/model_state.cpp
     src/runtime/chat_format.cpp
     src/runtime/prompt.cpp
@@ -55,6 +57,7 @@ target_compile_definitions(bmoe_runtime PUBLIC ${BMOE_FEATURE_DEFS})
 add_library(bmoe SHARED
     src/addon/addon.cpp
     src/addon/model_wrap.cpp
+    src/addon/model_chat.cpp
     src/addon/context_wrap.cpp
     ${CMAKE_JS_SRC})
 set_target_properties(bmoe PROPERTIES PREFIX "" SUFFIX ".node" CXX_VISIBILITY_PRESET hidden)

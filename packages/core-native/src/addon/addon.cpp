@@ -26,19 +26,36 @@ namespace bmoe {
 
 namespace {
 
-struct load_worker : public Napi::AsyncWorker {
+// Loads on a worker thread; llama.cpp's progress reaches onProgress on the JS thread, every
+// value in order, before the promise settles.
+struct load_worker : public Napi::AsyncProgressQueueWorker<float> {
     model_load_params            params;
     std::shared_ptr<model_state> result;
     Napi::Promise::Deferred      deferred;
+    Napi::FunctionReference      on_progress;
 
     load_worker(Napi::Env env, model_load_params p)
-        : Napi::AsyncWorker(env), params(std::move(p)), deferred(Napi::Promise::Deferred::New(env)) {}
+        : Napi::AsyncProgressQueueWorker<float>(env), params(std::move(p)), deferred(Napi::Promise::Deferred::New(env)) {}
 
-    void Execute() override {
+    void Execute(const ExecutionProgress & progress) override {
+        if (!on_progress.IsEmpty()) {
+            params.on_progress = [&progress](float f) { progress.Send(&f, 1); };
+        }
         try {
             result = model_state_load(params);
         } catch (const std::exception & e) {
             SetError(e.what());
+        }
+        params.on_progress = nullptr;
+    }
+    void OnProgress(const float * data, size_t count) override {
+        if (on_progress.IsEmpty() || count == 0) return;
+        Napi::Env env = Env();
+        Napi::HandleScope scope(env);
+        try {
+            for (size_t i = 0; i < count; i++) on_progress.Call({ Napi::Number::New(env, data[i]) });
+        } catch (const Napi::Error &) {
+            // A throwing callback does not stop the load (the engine wraps user callbacks anyway).
         }
     }
     void OnOK() override { deferred.Resolve(model_wrap::create(Env(), std::move(result))); }
@@ -58,6 +75,7 @@ Napi::Value load_model(const Napi::CallbackInfo & info) {
     throw_if_failed(env, r);
     if (p.path.empty()) throw Napi::TypeError::New(env, "path must be a non-empty string");
     auto * w = new load_worker(env, std::move(p));
+    if (o.Get("onProgress").IsFunction()) w->on_progress = Napi::Persistent(o.Get("onProgress").As<Napi::Function>());
     Napi::Promise promise = w->deferred.Promise();
     w->Queue();
     return promise;

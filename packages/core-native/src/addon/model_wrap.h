@@ -5,6 +5,7 @@
 #include <napi.h>
 
 #include <memory>
+#include <vector>
 
 namespace bmoe {
 
@@ -25,6 +26,11 @@ struct model_wrap : public Napi::ObjectWrap<model_wrap> {
     Napi::Value create_context(const Napi::CallbackInfo & info);
     Napi::Value close(const Napi::CallbackInfo & info);
     Napi::Value stream_info(const Napi::CallbackInfo & info);
+    // The chat layer (model_chat.cpp): OpenAI-shaped requests through llama.cpp's common chat code.
+    Napi::Value prepare_chat(const Napi::CallbackInfo & info);
+    Napi::Value parse_chat(const Napi::CallbackInfo & info);
+    Napi::Value json_schema_to_grammar(const Napi::CallbackInfo & info);
+    static void add_methods(std::vector<Napi::ClassPropertyDescriptor<model_wrap>> & methods);
 
     // Throws a JS error when the model was closed.
     model_state & live(Napi::Env env);

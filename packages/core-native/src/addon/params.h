@@ -81,7 +81,81 @@ inline context_params read_context_params(js_reader & r, const Napi::Object & p)
     return cp;
 }
 
-// NativeGenerateRequest: tokens, maxTokens, logits, sampling.
+// A finite number in [lo, hi] (penalties: llama.cpp aborts on NaN and infinities).
+inline float finite_in(js_reader & r, const Napi::Object & o, const char * key, double def, double lo, double hi) {
+    const double d = r.number(o, key, def);
+    if (!(d >= lo && d <= hi)) {
+        r.fail(std::string(key) + " must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(d));
+        return (float) def;
+    }
+    return (float) d;
+}
+
+// NativeSampling. Bounds are the option table's (@bmoe/engine), tested against these readers.
+inline sampling_params read_sampling(js_reader & r, const Napi::Object & s) {
+    sampling_params p;
+    p.temperature       = (float) r.number(s, "temperature", 0.0);
+    p.top_k             = (int32_t) r.integer(s, "topK", 40, 0, 1 << 24);
+    p.top_p             = (float) r.number(s, "topP", 0.95);
+    p.seed              = (uint32_t) r.integer(s, "seed", 0, 0, 0xFFFFFFFFLL);
+    p.min_p             = finite_in(r, s, "minP", 0.0, 0.0, 1.0);
+    p.repeat_penalty    = finite_in(r, s, "repeatPenalty", 1.0, 1e-6, 1e6);
+    p.repeat_last_n     = (int32_t) r.integer(s, "repeatLastN", 64, -1, 1 << 24);
+    p.presence_penalty  = finite_in(r, s, "presencePenalty", 0.0, -1e6, 1e6);
+    p.frequency_penalty = finite_in(r, s, "frequencyPenalty", 0.0, -1e6, 1e6);
+    Napi::Value lb = s.Get("logitBias");
+    if (lb.IsArray()) {
+        Napi::Array arr = lb.As<Napi::Array>();
+        for (uint32_t i = 0; i < arr.Length() && r.ok(); i++) {
+            if (!arr.Get(i).IsObject()) {
+                r.fail("logitBias[" + std::to_string(i) + "] must be an object { token, bias }");
+                break;
+            }
+            Napi::Object e = arr.Get(i).As<Napi::Object>();
+            llama_logit_bias b;
+            b.token = (llama_token) r.integer(e, "token", 0, 0, INT32_MAX);
+            b.bias  = finite_in(r, e, "bias", 0.0, -1e6, 1e6);
+            p.logit_bias.push_back(b);
+        }
+    }
+    return p;
+}
+
+// NativeGrammar.
+inline grammar_spec read_grammar(js_reader & r, const Napi::Object & g) {
+    grammar_spec spec;
+    spec.gbnf = r.string(g, "gbnf", "");
+    const std::string kind = r.string(g, "kind", "user");
+    if (kind == "user") spec.kind = grammar_spec::user;
+    else if (kind == "output") spec.kind = grammar_spec::output;
+    else if (kind == "tools") spec.kind = grammar_spec::tools;
+    else r.fail("grammar.kind must be user, output or tools, got " + kind);
+    spec.lazy              = r.boolean(g, "lazy", false);
+    spec.generation_prompt = r.string(g, "generationPrompt", "");
+    Napi::Value tv = g.Get("triggers");
+    if (!tv.IsArray()) return spec;
+    Napi::Array arr = tv.As<Napi::Array>();
+    for (uint32_t i = 0; i < arr.Length() && r.ok(); i++) {
+        if (!arr.Get(i).IsObject()) {
+            r.fail("grammar.triggers[" + std::to_string(i) + "] must be an object");
+            break;
+        }
+        Napi::Object e = arr.Get(i).As<Napi::Object>();
+        grammar_trigger t;
+        const std::string type = r.string(e, "type", "word");
+        if (type == "token") t.kind = grammar_trigger::token;
+        else if (type == "word") t.kind = grammar_trigger::word;
+        else if (type == "pattern") t.kind = grammar_trigger::pattern;
+        else if (type == "pattern_full") t.kind = grammar_trigger::pattern_full;
+        else r.fail("grammar.triggers[" + std::to_string(i) + "].type must be token, word, pattern or pattern_full");
+        t.value = r.string(e, "value", "");
+        t.id    = (llama_token) r.integer(e, "token", LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, INT32_MAX);
+        spec.triggers.push_back(t);
+    }
+    return spec;
+}
+
+// NativeGenerateRequest: tokens, maxTokens, logits, contextShift, sampling, grammar.
 inline generate_request read_generate_request(js_reader & r, const Napi::Object & o) {
     generate_request req;
     Napi::Value tv = o.Get("tokens");
@@ -91,16 +165,13 @@ inline generate_request read_generate_request(js_reader & r, const Napi::Object 
     }
     Napi::Int32Array toks = tv.As<Napi::Int32Array>();
     req.tokens.assign(toks.Data(), toks.Data() + toks.ElementLength());
-    req.max_tokens  = (int32_t) r.integer(o, "maxTokens", 256, 0, 1 << 24);
-    req.want_logits = r.boolean(o, "logits", false);
+    req.max_tokens    = (int32_t) r.integer(o, "maxTokens", 256, 0, 1 << 24);
+    req.want_logits   = r.boolean(o, "logits", false);
+    req.context_shift = r.boolean(o, "contextShift", false);
     Napi::Value sv = o.Get("sampling");
-    if (sv.IsObject()) {
-        Napi::Object s = sv.As<Napi::Object>();
-        req.sampling.temperature = (float) r.number(s, "temperature", 0.0);
-        req.sampling.top_k       = (int32_t) r.integer(s, "topK", 40, 0, 1 << 24);
-        req.sampling.top_p       = (float) r.number(s, "topP", 0.95);
-        req.sampling.seed        = (uint32_t) r.integer(s, "seed", 0, 0, 0xFFFFFFFFLL);
-    }
+    if (sv.IsObject()) req.sampling = read_sampling(r, sv.As<Napi::Object>());
+    Napi::Value gv = o.Get("grammar");
+    if (gv.IsObject()) req.sampling.grammar = read_grammar(r, gv.As<Napi::Object>());
     return req;
 }
 

@@ -6,10 +6,14 @@
 
 #include <napi.h>
 
+#include <vector>
+
 namespace bmoe {
 
+// Model::add_methods appends what only that addon has (the native one: the chat layer of
+// llama.cpp's common library, which the wasm build lacks; binding/types.ts marks them optional).
 template <class Model> void define_model_class(Napi::Env env, Napi::Object exports) {
-    Napi::Function fn = Model::DefineClass(env, "Model", {
+    std::vector<Napi::ClassPropertyDescriptor<Model>> methods = {
         Model::InstanceMethod("info", &Model::info),
         Model::InstanceMethod("tokenize", &Model::tokenize),
         Model::InstanceMethod("detokenize", &Model::detokenize),
@@ -19,7 +23,9 @@ template <class Model> void define_model_class(Napi::Env env, Napi::Object expor
         Model::InstanceMethod("createContext", &Model::create_context),
         Model::InstanceMethod("close", &Model::close),
         Model::InstanceMethod("streamInfo", &Model::stream_info),
-    });
+    };
+    Model::add_methods(methods);
+    Napi::Function fn = Model::DefineClass(env, "Model", methods);
     Model::constructor = new Napi::FunctionReference(Napi::Persistent(fn));
     exports.Set("Model", fn);
 }

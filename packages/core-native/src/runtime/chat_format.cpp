@@ -21,15 +21,19 @@ std::string chat_format(const model_state & m, const std::vector<chat_message> &
     in.enable_thinking       = o.think;
     const common_chat_templates * t = o.chatml ? m.chatml : m.chat_templates;
     std::string prompt = common_chat_templates_apply(t, in).prompt;
+    if (o.add_assistant) prompt += harmony_final_suffix(prompt, o.think);
+    return prompt;
+}
 
+std::string harmony_final_suffix(const std::string & prompt, bool think) {
     // Harmony (gpt-oss) templates open the analysis channel by default and ignore
     // enable_thinking: with thinking off, prime the final channel so the model answers directly.
     static const std::string harmony_open = "<|start|>assistant";
-    if (!o.think && o.add_assistant && prompt.size() >= harmony_open.size() &&
+    if (!think && prompt.size() >= harmony_open.size() &&
         prompt.compare(prompt.size() - harmony_open.size(), harmony_open.size(), harmony_open) == 0) {
-        prompt += "<|channel|>final<|message|>";
+        return "<|channel|>final<|message|>";
     }
-    return prompt;
+    return "";
 }
 
 }  // namespace bmoe

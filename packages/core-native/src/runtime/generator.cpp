@@ -10,28 +10,6 @@ namespace bmoe {
 
 namespace {
 
-struct sampler_deleter {
-    void operator()(llama_sampler * s) const { llama_sampler_free(s); }
-};
-using sampler_ptr = std::unique_ptr<llama_sampler, sampler_deleter>;
-
-sampler_ptr make_sampler(const sampling_params & p) {
-    sampler_ptr chain(llama_sampler_chain_init(llama_sampler_chain_default_params()));
-    if (p.temperature <= 0.0f) {
-        llama_sampler_chain_add(chain.get(), llama_sampler_init_greedy());
-        return chain;
-    }
-    if (p.top_k > 0) {
-        llama_sampler_chain_add(chain.get(), llama_sampler_init_top_k(p.top_k));
-    }
-    if (p.top_p < 1.0f) {
-        llama_sampler_chain_add(chain.get(), llama_sampler_init_top_p(p.top_p, 1));
-    }
-    llama_sampler_chain_add(chain.get(), llama_sampler_init_temp(p.temperature));
-    llama_sampler_chain_add(chain.get(), llama_sampler_init_dist(p.seed));
-    return chain;
-}
-
 std::string token_piece(const llama_vocab * vocab, llama_token t) {
     std::string out(32, '\0');
     int n = llama_token_to_piece(vocab, t, out.data(), (int32_t) out.size(), 0, true);
@@ -161,6 +139,18 @@ bool generator::eval_prompt(std::vector<llama_token> pending, token_metrics & me
     return true;
 }
 
+bool generator::shift_context() {
+    llama_memory_t mem = llama_get_memory(ctx);
+    if (!llama_memory_can_shift(mem) || cached.size() < 4) return false;
+    const int32_t n_keep    = 1;  // the first token (BOS where the model has one)
+    const int32_t n_past    = (int32_t) cached.size();
+    const int32_t n_discard = (n_past - n_keep) / 2;
+    if (!llama_memory_seq_rm(mem, 0, n_keep, n_keep + n_discard)) return false;
+    llama_memory_seq_add(mem, 0, n_keep + n_discard, n_past, -n_discard);
+    cached.erase(cached.begin() + n_keep, cached.begin() + n_keep + n_discard);
+    return true;
+}
+
 generate_result generator::run(const generate_request & req, const std::function<void(token_event &&)> & on_token) {
     // abort_flag is NOT cleared here: the caller clears it when the generation is requested, so an
     // abort that arrives while this thread still waits for the model's decode lock is honoured.
@@ -169,7 +159,8 @@ generate_result generator::run(const generate_request & req, const std::function
     const size_t n_keep = keep_cached_prefix(req.tokens);
     res.n_prompt        = (int32_t) req.tokens.size();
     res.n_prompt_reused = (int32_t) n_keep;
-    sampler_ptr smpl = make_sampler(req.sampling);
+    sampler_ptr smpl = sampler_init(llama_get_model(ctx), (int32_t) llama_n_ctx(ctx), req.sampling);
+    sampler_accept_prompt(smpl.get(), req.tokens);
 
     const double  t_prompt = now_ms();
     token_metrics metrics;
@@ -184,7 +175,7 @@ generate_result generator::run(const generate_request & req, const std::function
     for (int32_t i = 0; i < req.max_tokens; i++) {
         token_event ev;
         ev.index   = i;
-        ev.token   = llama_sampler_sample(smpl.get(), ctx, -1);
+        ev.token   = sampler_sample(smpl.get(), ctx);
         ev.is_eog  = llama_vocab_is_eog(vocab, ev.token);
         ev.piece   = ev.is_eog ? std::string() : token_piece(vocab, ev.token);
         ev.metrics = metrics;
@@ -207,7 +198,7 @@ generate_result generator::run(const generate_request & req, const std::function
             res.stop_reason = "abort";
             return res;
         }
-        if ((int32_t) cached.size() + 1 >= n_ctx) {
+        if ((int32_t) cached.size() + 1 >= n_ctx && !(req.context_shift && shift_context())) {
             res.stop_reason = "context";
             return res;
         }

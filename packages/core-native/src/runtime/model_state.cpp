@@ -52,6 +52,13 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
 #ifdef BMOE_HAVE_COLD_TENSORS
     if (p.stream.enabled) mp.cold_tensors = EXPERT_TENSOR_REGEX; // loading must not read the experts
 #endif
+    if (p.on_progress) {
+        mp.progress_callback = [](float progress, void * user) {
+            (*static_cast<const std::function<void(float)> *>(user))(progress);
+            return true;
+        };
+        mp.progress_callback_user_data = const_cast<std::function<void(float)> *>(&p.on_progress);
+    }
     std::vector<llama_model_kv_override> kv = p.kv_overrides;
     if (!kv.empty()) {
         kv.emplace_back();

@@ -17,6 +17,10 @@ std::vector<llama_token> prompt_tokens(const model_state & m, const prompt_input
     } catch (const std::exception & e) {
         throw std::runtime_error(std::string("chat template: ") + e.what());
     }
+    return chat_text_tokens(vocab, text);
+}
+
+std::vector<llama_token> chat_text_tokens(const llama_vocab * vocab, const std::string & text) {
     std::vector<llama_token> toks = tokenize_text(vocab, text, true, true);
     const llama_token bos = llama_vocab_bos(vocab);
     if (bos != LLAMA_TOKEN_NULL && toks.size() >= 2 && toks[0] == bos && toks[1] == bos) toks.erase(toks.begin());

@@ -112,6 +112,7 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
         // generator::run reports its own failures by throwing, which this build cannot catch;
         // its inputs are checked above and by the engine, and an empty prompt is refused here.
         if (req.tokens.empty()) return rejected(env, "generate: the prompt has no tokens");
+        if (!req.sampling.grammar.gbnf.empty()) return rejected(env, "generate: grammars need the native addon (the wasm32-wasi build has no grammar support)");
         const generate_result res = gen->run(req, [&](token_event && ev) {
             if (js_failed) return;
             on_token.Call({ token_event_to_js(env, ev, emnapi_sync{}) });
@@ -151,6 +152,8 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
     static Napi::FunctionReference * constructor;
     std::shared_ptr<model_holder> state;
 
+    // No chat layer here (prepareChat, parseChat, jsonSchemaToGrammar need llama.cpp's common library).
+    static void add_methods(std::vector<Napi::ClassPropertyDescriptor<model_wrap>> &) {}
 
     explicit model_wrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<model_wrap>(info) {}
 

@@ -18,6 +18,11 @@ struct chat_format_options {
     bool add_assistant = true;  // end with the assistant's generation prompt
 };
 
+// What to append to a formatted prompt when thinking is off and the template is Harmony (gpt-oss),
+// whose real templates ignore enable_thinking: the final channel's opening, so the model answers
+// directly. "" otherwise.
+std::string harmony_final_suffix(const std::string & prompt, bool think);
+
 // Throws std::runtime_error on template errors.
 std::string chat_format(const model_state & m, const std::vector<chat_message> & msgs, const chat_format_options & o);
 

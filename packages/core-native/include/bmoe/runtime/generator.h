@@ -1,6 +1,7 @@
 #pragma once
 // The decode loop, free of Node-API: prefix reuse of the KV cache, sampling, per-token metrics,
 // abort. One generator per llama_context; not thread-safe except `abort`.
+#include "bmoe/runtime/sampler.h"
 #include "bmoe/stream/decode_observer.h"
 
 #include "llama.h"
@@ -13,18 +14,14 @@
 
 namespace bmoe {
 
-struct sampling_params {
-    float    temperature = 0.0f; // 0 = greedy
-    int32_t  top_k       = 40;
-    float    top_p       = 0.95f;
-    uint32_t seed        = 0;
-};
-
 struct generate_request {
     std::vector<llama_token> tokens;       // the whole conversation so far
     int32_t                  max_tokens = 0;
     sampling_params          sampling;
     bool                     want_logits = false;
+    // A full context: false stops with "context"; true discards the older half of the cached
+    // tokens after the first and shifts the rest down (llama-completion's context shift).
+    bool                     context_shift = false;
 };
 
 struct token_event {
@@ -71,6 +68,8 @@ struct generator {
     bool   decode(llama_token * toks, int32_t n);
     void   throw_if_failed();
     void   drop_uncached();
+    // False when the memory cannot shift (the caller then stops with "context").
+    bool   shift_context();
 };
 
 }  // namespace bmoe

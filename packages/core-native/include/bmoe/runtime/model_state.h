@@ -5,6 +5,7 @@
 
 #include "llama.h"
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +21,7 @@ struct model_load_params {
     bool        repack   = false;   // llama.cpp's extra buffer types (CPU_REPACK)
     std::vector<llama_model_kv_override> kv_overrides; // terminated by an empty key when passed on
     stream_config stream;
+    std::function<void(float)> on_progress;  // llama.cpp's load progress (0..1), on the loading thread
 };
 
 struct streamer;

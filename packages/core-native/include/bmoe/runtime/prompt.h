@@ -23,4 +23,8 @@ struct prompt_input {
 // template writes its own, as llama.cpp keeps). Throws std::runtime_error.
 std::vector<llama_token> prompt_tokens(const model_state & m, const prompt_input & in);
 
+// A formatted chat prompt's tokens: special tokens parsed, the model's BOS once even when the
+// template writes its own.
+std::vector<llama_token> chat_text_tokens(const llama_vocab * vocab, const std::string & text);
+
 }  // namespace bmoe

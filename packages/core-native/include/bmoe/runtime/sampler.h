@@ -1,0 +1,67 @@
+#pragma once
+// Choosing the next token: the sampling parameters a request carries and the sampler built from
+// them. Two implementations, one per addon, chosen at link time (no virtual calls):
+//   sampler_common.cpp — the native addon: llama.cpp's common_sampler (the chain llama-completion
+//                        and llama-server use: penalties, top-k/p, min-p, temperature, grammar with
+//                        lazy triggers and generation-prompt prefill, rejection sampling);
+//   sampler_chain.cpp  — the wasm32-wasi build, which has no common library: the same chain built
+//                        from libllama's samplers; user grammars only.
+#include "llama.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bmoe {
+
+struct grammar_trigger {
+    enum kind_t { token, word, pattern, pattern_full };
+    kind_t      kind  = word;
+    std::string value;
+    llama_token id    = LLAMA_TOKEN_NULL; // kind token
+};
+
+// A GBNF constraint. `output` and `tools` grammars come from a chat plan and begin with the
+// generation prompt the template already wrote, so the sampler is fed that text first.
+struct grammar_spec {
+    enum kind_t { user, output, tools };
+    std::string                  gbnf;  // "" = no constraint
+    kind_t                       kind = user;
+    bool                         lazy = false;
+    std::vector<grammar_trigger> triggers;
+    std::string                  generation_prompt;
+};
+
+struct sampling_params {
+    float    temperature       = 0.0f; // <= 0: the most likely token
+    int32_t  top_k             = 40;
+    float    top_p             = 0.95f;
+    float    min_p             = 0.0f;
+    uint32_t seed              = 0;
+    float    repeat_penalty    = 1.0f; // over the last repeat_last_n tokens, prompt included
+    int32_t  repeat_last_n     = 64;   // -1 = the whole context
+    float    presence_penalty  = 0.0f;
+    float    frequency_penalty = 0.0f;
+    std::vector<llama_logit_bias> logit_bias;
+    grammar_spec grammar;
+};
+
+struct sampler;
+struct sampler_deleter {
+    void operator()(sampler * s) const;
+};
+using sampler_ptr = std::unique_ptr<sampler, sampler_deleter>;
+
+// Throws std::runtime_error naming the problem (a grammar that does not parse, a feature this
+// build lacks).
+sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const sampling_params & p);
+
+// Tokens already in the sequence (the prompt): they count for the repeat penalties.
+void sampler_accept_prompt(sampler * s, const std::vector<llama_token> & tokens);
+
+// Samples from the last position's logits and records the token (grammar state, penalties).
+// Throws std::runtime_error when the grammar admits no token.
+llama_token sampler_sample(sampler * s, llama_context * ctx);
+
+}  // namespace bmoe

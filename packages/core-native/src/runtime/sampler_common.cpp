@@ -1,0 +1,96 @@
+// The native addon's sampler: llama.cpp's common_sampler, so sampling, grammars and lazy
+// tool-call triggers behave exactly as in llama-completion and llama-server.
+#include "bmoe/runtime/sampler.h"
+
+#include "bmoe/runtime/log_capture.h"
+
+#include "sampling.h"
+
+#include <stdexcept>
+
+namespace bmoe {
+
+struct sampler {
+    common_sampler * s = nullptr;
+};
+
+void sampler_deleter::operator()(sampler * s) const {
+    if (s) common_sampler_free(s->s);
+    delete s;
+}
+
+namespace {
+
+common_grammar_trigger to_common(const grammar_trigger & t) {
+    common_grammar_trigger c;
+    c.value = t.value;
+    c.token = t.id;
+    switch (t.kind) {
+        case grammar_trigger::token:        c.type = COMMON_GRAMMAR_TRIGGER_TYPE_TOKEN; break;
+        case grammar_trigger::word:         c.type = COMMON_GRAMMAR_TRIGGER_TYPE_WORD; break;
+        case grammar_trigger::pattern:      c.type = COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN; break;
+        case grammar_trigger::pattern_full: c.type = COMMON_GRAMMAR_TRIGGER_TYPE_PATTERN_FULL; break;
+    }
+    return c;
+}
+
+common_grammar_type grammar_type(grammar_spec::kind_t k) {
+    switch (k) {
+        case grammar_spec::output: return COMMON_GRAMMAR_TYPE_OUTPUT_FORMAT;
+        case grammar_spec::tools:  return COMMON_GRAMMAR_TYPE_TOOL_CALLS;
+        default:                   return COMMON_GRAMMAR_TYPE_USER;
+    }
+}
+
+}  // namespace
+
+sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const sampling_params & p) {
+    common_params_sampling c;
+    c.seed            = p.seed;
+    c.temp            = p.temperature;
+    c.top_k           = p.top_k;
+    c.top_p           = p.top_p;
+    c.min_p           = p.min_p;
+    c.penalty_repeat  = p.repeat_penalty;
+    c.penalty_last_n  = p.repeat_last_n < 0 ? n_ctx : p.repeat_last_n;
+    c.penalty_present = p.presence_penalty;
+    c.penalty_freq    = p.frequency_penalty;
+    c.logit_bias      = p.logit_bias;
+    c.no_perf         = true;
+    if (!p.grammar.gbnf.empty()) {
+        // common_sampler aborts the process on llguidance grammars when built without it.
+        if (p.grammar.gbnf.compare(0, 11, "%llguidance") == 0) {
+            throw std::runtime_error("grammar: llguidance grammars are not supported (this build has GBNF only)");
+        }
+        c.grammar           = common_grammar(grammar_type(p.grammar.kind), p.grammar.gbnf);
+        c.grammar_lazy      = p.grammar.lazy;
+        c.generation_prompt = p.grammar.generation_prompt;
+        for (const auto & t : p.grammar.triggers) c.grammar_triggers.push_back(to_common(t));
+    }
+    log_capture_reset();
+    common_sampler * s = nullptr;
+    try {
+        s = common_sampler_init(model, c);
+    } catch (const std::exception & e) {
+        // llama.cpp prints the grammar's syntax error itself (to stderr) and logs only that it failed.
+        const std::string why = log_capture_first_error();
+        const std::string what = e.what();
+        throw std::runtime_error("sampler: " + what + (why.empty() || why == what ? "" : ": " + why));
+    }
+    if (!s) throw std::runtime_error("sampler: llama.cpp could not create it");
+    sampler_ptr out(new sampler);
+    out->s = s;
+    return out;
+}
+
+void sampler_accept_prompt(sampler * s, const std::vector<llama_token> & tokens) {
+    for (llama_token t : tokens) common_sampler_accept(s->s, t, false);
+}
+
+llama_token sampler_sample(sampler * s, llama_context * ctx) {
+    const llama_token t = common_sampler_sample(s->s, ctx, -1);
+    common_sampler_accept(s->s, t, true);
+    return t;
+}
+
+}  // namespace bmoe
