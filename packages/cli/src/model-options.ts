@@ -85,6 +85,9 @@ export function addStreamingOptions(cmd: Command): Command {
   return addRows(cmd, [...flagged(['model']).filter((k) => k !== 'repack'), ...flagged(['stream'])]);
 }
 
+/** The sampling rows after --seed, in llama.cpp's order: --min-p and the repeat, presence and frequency penalties. */
+export const PENALTY_KEYS = ['minP', 'repeatPenalty', 'repeatLastN', 'presencePenalty', 'frequencyPenalty'] as const satisfies readonly OptionKey[];
+
 /** Adds the generation flags of `keys` (-n, --temp, ...) to a command, in the order given. */
 export function addGenerateOptions(cmd: Command, keys: readonly OptionKey[]): Command {
   return addRows(cmd, keys);

@@ -20,7 +20,14 @@ export type BmoeErrorCode =
   /** The model or session was closed. */
   | 'E_CLOSED'
   /** A metrics CSV or end-of-run log did not match the schema. */
-  | 'E_FORMAT';
+  | 'E_FORMAT'
+  /**
+   * The prompt does not fit the context (it needs fewer tokens than `contextSize`): shorten it,
+   * raise contextSize (--ctx-size), or let chat() drop old turns (`contextShift: true`).
+   */
+  | 'E_CONTEXT_FULL'
+  /** This build cannot do what was asked (JSON schemas and tools on the wasm32 build). */
+  | 'E_UNSUPPORTED';
 
 export class BmoeError extends Error {
   override readonly name = 'BmoeError';

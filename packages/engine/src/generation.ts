@@ -2,13 +2,20 @@
 // `for await`, while `result` settles when the native call does. Either can be used alone.
 import type { NativeGenerateResult, NativeTokenEvent } from '@bmoe/core-native';
 import { BmoeError, messageOf } from './errors.js';
+import { MessageStream, type ChatParser } from './message-stream.js';
+import type { AssistantMessage, MessageDelta } from './messages.js';
 import type { TokenMetrics } from './metrics/fields.js';
 import { summarize, type RunSummary } from './metrics/summary.js';
 import { AsyncQueue } from './queue.js';
 import { readMemAvailableBytes } from './system.js';
 import { Utf8Stream } from './utf8.js';
 
-export type StopReason = 'eog' | 'length' | 'abort' | 'context';
+/**
+ * Why a generation ended: 'eog' the model ended its turn, 'length' maxTokens, 'abort' the
+ * caller's signal or abort(), 'context' the context filled (without `contextShift`), 'stop' a stop
+ * string appeared.
+ */
+export type StopReason = 'eog' | 'length' | 'abort' | 'context' | 'stop';
 
 /** One generated token. Index and id are named as the metrics schema names them (`token_index`, `token_id`). */
 export interface TokenEvent {
@@ -16,8 +23,19 @@ export interface TokenEvent {
   tokenIndex: number;
   /** Vocabulary id. */
   tokenId: number;
-  /** The text this token completes (UTF-8 safe: a character split across tokens comes out whole, once). */
+  /**
+   * The text this token completes, raw (UTF-8 safe: a character split across tokens comes out
+   * whole, once): stop strings, reasoning and tool-call markup included.
+   */
   text: string;
+  /**
+   * What this token adds to the answer (`result.message`): content, reasoning, tool calls, read
+   * by the model's chat format. Empty while text is held back (a possible stop string, an
+   * unfinished tag); what is sent is never taken back. The deltas of a generation add up to
+   * `result.message`, except when it ends by abort, where the last held-back text is only in
+   * the message.
+   */
+  delta: MessageDelta;
   /** The token ends the generation (end of generation / end of turn). */
   eog: boolean;
   metrics: TokenMetrics;
@@ -26,8 +44,13 @@ export interface TokenEvent {
 }
 
 export interface GenerationResult {
-  /** All generated text. */
+  /** The generated text, raw, up to (not including) a stop string. */
   text: string;
+  /**
+   * The answer: for chat messages read by the model's chat format (llama.cpp's parser: reasoning
+   * and tool calls taken out of the content); for a raw text prompt, the text as content.
+   */
+  message: AssistantMessage;
   /** Generated token ids, in order. */
   tokens: number[];
   stopReason: StopReason;
@@ -52,13 +75,30 @@ export interface Generation extends AsyncIterable<TokenEvent> {
   abort(): void;
 }
 
+/** How the prompt came out, once prepared: what the token sink needs to read the answer. */
+export interface StreamSetup {
+  promptTokens: number;
+  stops: readonly string[];
+  parser: ChatParser | null;
+  /** The context size when a full context ends the generation; null with context shift. */
+  contextSize: number | null;
+}
+
+/** Where the session's run() sends the prepared prompt's facts, then the native token events. */
+export interface TokenSink {
+  /** Once, before the first token. */
+  begin(setup: StreamSetup): void;
+  token(ev: NativeTokenEvent): void;
+}
+
 export interface GenerationDeps {
   promptTokens: number;
+  maxTokens: number;
   signal: AbortSignal | null;
   /** Budget to report in the summary (MiB), when known. */
   cacheBudgetMiB: number | null;
-  /** Starts the native generation. */
-  run(onToken: (ev: NativeTokenEvent) => void): Promise<NativeGenerateResult>;
+  /** Prepares the prompt (calling sink.begin) and runs the native generation. */
+  run(sink: TokenSink): Promise<NativeGenerateResult>;
   /** Asks the native side to stop. */
   abortNative(): void;
   /** Called once, after `result` is decided (success, abort or failure). */
@@ -70,7 +110,11 @@ export class GenerationImpl implements Generation {
   private readonly queue = new AsyncQueue<TokenEvent>();
   private readonly utf8 = new Utf8Stream();
   private readonly events: TokenEvent[] = [];
+  private stream = new MessageStream([], null);
+  private setup: StreamSetup | null = null;
   private aborted = false;
+  /** A stop string appeared: later (in-flight) tokens are dropped, and the result says 'stop'. */
+  private stopped = false;
   private settled = false;
   private iterated = false;
   private readonly detachSignal: () => void;
@@ -88,7 +132,7 @@ export class GenerationImpl implements Generation {
 
   abort(): void {
     // After the result is decided there is nothing to stop (and the context may be running another generation).
-    if (this.aborted || this.settled) return;
+    if (this.aborted || this.settled || this.stopped) return;
     this.aborted = true;
     this.queue.cancel();
     this.deps.abortNative();
@@ -118,10 +162,10 @@ export class GenerationImpl implements Generation {
   private async start(): Promise<GenerationResult> {
     let native: NativeGenerateResult;
     try {
-      native = await this.deps.run((ev) => this.onToken(ev));
+      native = await this.deps.run({ begin: (setup) => this.begin(setup), token: (ev) => this.onToken(ev) });
     } catch (err) {
-      if (this.aborted) {
-        // Some native paths report an abort as an error; the caller asked for it, so it is a result.
+      if (this.aborted || this.stopped) {
+        // Some native paths report an abort as an error; the caller (or a stop string) asked for it, so it is a result.
         const res = this.finish(this.nothingGenerated());
         this.settle(res);
         return res;
@@ -137,25 +181,44 @@ export class GenerationImpl implements Generation {
     return res;
   }
 
+  private begin(setup: StreamSetup): void {
+    this.setup = setup;
+    this.stream = new MessageStream(setup.stops, setup.parser);
+  }
+
+  /** No token follows this one: the end of generation, maxTokens, or (without context shift) a full context. */
+  private isLast(ev: NativeTokenEvent, index: number): boolean {
+    if (ev.eog || index + 1 >= this.deps.maxTokens) return true;
+    const s = this.setup;
+    return s !== null && s.contextSize !== null && s.promptTokens + index + 1 >= s.contextSize;
+  }
+
   private onToken(ev: NativeTokenEvent): void {
     // After an abort the caller has seen its last token; later ones (already in flight) are dropped.
-    if (this.aborted) return;
+    if (this.aborted || this.stopped) return;
     // The native record carries every native column of the schema under its name (token_metrics.h,
     // checked against COLUMNS by test/metrics-native.test.ts); MemAvailable is read here.
     const metrics = { ...ev.metrics, memAvailableBytes: readMemAvailableBytes() } as TokenMetrics;
-    const event: TokenEvent = { tokenIndex: metrics.tokenIndex, tokenId: metrics.tokenId, text: this.utf8.push(ev.piece), eog: ev.eog, metrics };
+    const text = this.utf8.push(ev.piece);
+    const { delta, stopped } = this.stream.push(text, this.isLast(ev, metrics.tokenIndex));
+    const event: TokenEvent = { tokenIndex: metrics.tokenIndex, tokenId: metrics.tokenId, text, eog: ev.eog, metrics, delta };
     if (ev.logits) event.logits = ev.logits;
     this.events.push(event);
     this.queue.push(event);
+    if (stopped) {
+      this.stopped = true;
+      this.deps.abortNative();
+    }
   }
 
   private finish(native: NativeGenerateResult): GenerationResult {
     const metrics = this.events.map((e) => e.metrics);
-    const text = this.events.map((e) => e.text).join('') + this.utf8.flush();
+    const { text, message } = this.stream.finish(this.utf8.flush());
     return {
       text,
+      message,
       tokens: this.events.map((e) => e.tokenId),
-      stopReason: this.aborted ? 'abort' : native.stopReason,
+      stopReason: this.stopped ? 'stop' : this.aborted ? 'abort' : native.stopReason,
       promptTokens: native.promptTokens,
       promptTokensReused: native.promptTokensReused,
       promptMs: native.promptMs,

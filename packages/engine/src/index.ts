@@ -1,7 +1,17 @@
 // @bmoe/engine: load a GGUF MoE model, open sessions, stream tokens with per-token metrics.
 // The metrics schema is re-exported here and also available alone as `@bmoe/engine/metrics`.
-export { loadModel, type Model, type ModelInfo } from './model.js';
-export type { ChatMessage, Session } from './session.js';
+export { loadModel, type Model, type ModelInfo, type TokenizeOptions } from './model.js';
+export type { Session } from './session.js';
+export type {
+  AssistantMessage,
+  ChatMessage,
+  MessageDelta,
+  ToolCall,
+  ToolCallDelta,
+  ToolChoice,
+  ToolDefinition,
+} from './messages.js';
+export { StopMatcher } from './stop.js';
 export type { Generation, GenerationResult, StopReason, TokenEvent } from './generation.js';
 export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions } from './options.js';
 export { defaultThreads } from './options.js';

@@ -6,6 +6,7 @@ import { BmoeError, messageOf } from './errors.js';
 import { headerInfo, readModelFile, type ModelHeaderInfo } from './inspect.js';
 import { nativeBinding } from './native.js';
 import { opt, optionError } from './options/errors.js';
+import { show } from './options/values.js';
 import { nativeContextParams, nativeModelParams } from './options/native.js';
 import {
   resolveLoadOptions,
@@ -29,8 +30,22 @@ export interface ModelInfo extends ModelHeaderInfo {
   stream: NativeStreamInfo | null;
 }
 
-export interface Model {
+/** How `Model.tokenize` reads text. */
+export interface TokenizeOptions {
+  /** Add the special tokens the model wants around a text (its BOS). Default true. */
+  addSpecial?: boolean;
+  /** Read special-token text (`<|im_start|>`) as the special token, not as plain text. Default true. */
+  parseSpecial?: boolean;
+}
+
+export interface Model extends AsyncDisposable {
   readonly info: ModelInfo;
+  /** The model's tokens of `text` (its vocabulary ids), as a raw prompt is tokenized by default. Throws 'E_CLOSED'. */
+  tokenize(text: string, options?: TokenizeOptions): number[];
+  /** The text of tokens (special tokens rendered as their text). Throws 'E_OPTION' for an id outside the vocabulary. */
+  detokenize(tokens: readonly number[]): string;
+  /** The tokens `text` takes as a raw prompt: `tokenize(text).length`. */
+  countTokens(text: string): number;
   /** A new conversation with its own KV cache. Context options default to the load options. */
   createSession(options?: SessionOptions): Session;
   /**
@@ -41,13 +56,16 @@ export interface Model {
   fileStatus(): string | null;
   /** Closes every session (aborting running generations) and frees the model. Idempotent. */
   close(): Promise<void>;
+  /** `await using model = await loadModel(...)`: the same as close(). */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
  * Loads a GGUF model. Defaults: threads min(4, cores), contextSize 4096, batchSize 512,
  * ubatchSize 512, repack false, useMmap true, the model's own top-k, resident (no streaming).
- * Rejects with BmoeError: 'E_OPTION' (bad options), 'E_MODEL' (bad file, one line naming it),
- * 'E_NATIVE' (addon missing).
+ * `onProgress` is called with the loaded fraction, increasing, ending at 1. Rejects with
+ * BmoeError: 'E_OPTION' (bad options), 'E_MODEL' (bad file, one line naming it), 'E_NATIVE'
+ * (addon missing); an error thrown by `onProgress` ends the load and is rethrown.
  */
 export async function loadModel(path: string, options?: LoadOptions): Promise<Model> {
   if (typeof path !== 'string' || path.length === 0) throw new BmoeError('E_OPTION', 'path must be a non-empty string');
@@ -56,19 +74,53 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
   if (opts.stream) checkStreamable(header, opts);
 
   const binding = await nativeBinding();
+  const progress = options?.onProgress ? new Progress(options.onProgress) : null;
   const params = nativeModelParams(path, opts, header.architecture);
+  if (progress) params.onProgress = (f) => progress.report(f);
   let native: NativeModel;
   const read0 = readProcessReadBytes();
   const t0 = performance.now();
   try {
     native = await binding.loadModel(params);
   } catch (err) {
+    progress?.rethrow();
     const msg = messageOf(err);
     throw new BmoeError('E_MODEL', msg.includes(path) ? msg : `${path}: ${msg}`, { cause: err });
   }
   const load = { ms: performance.now() - t0, readBytes: read0 === null ? null : (readProcessReadBytes() ?? read0) - read0 };
+  try {
+    progress?.report(1);
+    progress?.rethrow();
+  } catch (err) {
+    native.close();
+    throw err;
+  }
   const n: NativeModelInfo = native.info();
-  return new ModelImpl(native, { ...header, parameters: n.nParams, chatTemplate: n.chatTemplate, options: opts, load, stream: native.streamInfo() });
+  const info: ModelInfo = { ...header, parameters: n.nParams, chatTemplate: n.chatTemplate, options: opts, load, stream: native.streamInfo() };
+  return new ModelImpl(native, info, n.nVocab);
+}
+
+/** The caller's progress callback: increasing fractions only, 1 once; what it throws is kept for the end of the load. */
+class Progress {
+  private last = -1;
+  private error: { value: unknown } | null = null;
+
+  constructor(private readonly callback: (fraction: number) => void) {}
+
+  report(fraction: number): void {
+    const f = Math.min(1, Math.max(0, fraction));
+    if (this.error || !(f > this.last)) return;
+    this.last = f;
+    try {
+      this.callback(f);
+    } catch (err) {
+      this.error = { value: err };
+    }
+  }
+
+  rethrow(): void {
+    if (this.error) throw this.error.value;
+  }
 }
 
 function checkStreamable(shape: ModelHeaderInfo, opts: ResolvedLoadOptions): void {
@@ -85,7 +137,34 @@ class ModelImpl implements Model {
   constructor(
     private readonly native: NativeModel,
     readonly info: ModelInfo,
+    private readonly nVocab: number,
   ) {}
+
+  tokenize(text: string, options: TokenizeOptions = {}): number[] {
+    this.ensureOpen();
+    if (typeof text !== 'string') throw new BmoeError('E_OPTION', `text must be a string, got ${show(text)}`);
+    const { addSpecial = true, parseSpecial = true } = options;
+    if (typeof addSpecial !== 'boolean' || typeof parseSpecial !== 'boolean') {
+      throw new BmoeError('E_OPTION', 'addSpecial and parseSpecial must be true or false');
+    }
+    return Array.from(this.native.tokenize(text, addSpecial, parseSpecial));
+  }
+
+  detokenize(tokens: readonly number[]): string {
+    this.ensureOpen();
+    if (!Array.isArray(tokens)) throw new BmoeError('E_OPTION', `tokens must be an array of token ids, got ${show(tokens)}`);
+    const bad = tokens.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= this.nVocab);
+    if (bad >= 0) throw new BmoeError('E_OPTION', `tokens[${bad}] must be a token id from 0 to ${this.nVocab - 1}, got ${show(tokens[bad])}`);
+    return this.native.detokenize(Int32Array.from(tokens));
+  }
+
+  countTokens(text: string): number {
+    return this.tokenize(text).length;
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new BmoeError('E_CLOSED', 'the model is closed');
+  }
 
   createSession(options?: SessionOptions): Session {
     if (this.closed) throw new BmoeError('E_CLOSED', 'the model is closed');
@@ -119,5 +198,9 @@ class ModelImpl implements Model {
     this.closed = true;
     await Promise.all([...this.sessions].map((s) => s.close()));
     this.native.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 }

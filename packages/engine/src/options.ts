@@ -8,6 +8,8 @@ import { BmoeError } from './errors.js';
 import { optionError, optionPathError, opt } from './options/errors.js';
 import { optionRow, optionRows, leafKey, type OptionGroup, type OptionKey, type OptionRow } from './options/table.js';
 import { checkValue, show } from './options/values.js';
+import { requestSchemas } from './options/request.js';
+import type { ToolChoice, ToolDefinition } from './messages.js';
 
 export { show };
 
@@ -66,6 +68,8 @@ export interface LoadOptions {
   nExpertUsed?: number;
   /** Expert streaming. Default: none (resident). */
   stream?: StreamOptions;
+  /** Called with the loaded fraction (0 … 1, increasing, ending at 1) as llama.cpp loads. Default: none. */
+  onProgress?: (fraction: number) => void;
 }
 
 export interface ResolvedLoadOptions {
@@ -108,7 +112,45 @@ export interface GenerateOptions {
   think?: boolean;
   /** Attach each sampled position's logits to its token event (tests). Default false. */
   logits?: boolean;
+  /** Min-p sampling: drop tokens less likely than minP times the most likely one, in [0, 1]. Default 0 (off). */
+  minP?: number;
+  /** Penalize tokens repeated within the last `repeatLastN` tokens (prompt included), > 0. Default 1 (off). */
+  repeatPenalty?: number;
+  /** Tokens the repeat, presence and frequency penalties look back over; 0 = off, -1 = the context size. Default 64. */
+  repeatLastN?: number;
+  /** Subtract this from the logit of every token already seen (OpenAI `presence_penalty`). Default 0 (off). */
+  presencePenalty?: number;
+  /** Subtract this times its count from the logit of every token already seen (OpenAI `frequency_penalty`). Default 0 (off). */
+  frequencyPenalty?: number;
+  /**
+   * When the context fills during generation, drop the older half of it and go on (llama.cpp's
+   * context shift); `chat()` also drops the oldest turns of a conversation that no longer fits.
+   * Default false: a full context ends the generation with stopReason 'context', and a prompt
+   * that does not fit rejects with 'E_CONTEXT_FULL'.
+   */
+  contextShift?: boolean;
+  /**
+   * Stop strings: generation stops when one appears; the text before it is kept, the stop string
+   * is not (stopReason 'stop'). Default: none.
+   */
+  stop?: string | readonly string[];
+  /** A GBNF grammar (llama.cpp's) the answer must match. Default: none. */
+  grammar?: string;
+  /**
+   * A JSON schema the answer must match (as JSON text): the grammar is derived from it by
+   * llama.cpp. Native addon only (the wasm32 build rejects it with 'E_UNSUPPORTED'). Default: none.
+   */
+  jsonSchema?: Record<string, unknown> | boolean;
+  /** Functions the model may call (chat input only; native addon only). Default: none. */
+  tools?: readonly ToolDefinition[];
+  /** Whether the model may or must call a tool. Default 'auto'. */
+  toolChoice?: ToolChoice;
+  /** Allow more than one tool call in an answer. Default false. */
+  parallelToolCalls?: boolean;
 }
+
+/** The options that are not rows of the option table: a request's constraints and tools. */
+export type GenerateRequestOptions = Pick<GenerateOptions, 'stop' | 'grammar' | 'jsonSchema' | 'tools' | 'toolChoice' | 'parallelToolCalls'>;
 
 export interface ResolvedGenerateOptions {
   maxTokens: number;
@@ -120,6 +162,18 @@ export interface ResolvedGenerateOptions {
   chatml: boolean;
   think: boolean;
   logits: boolean;
+  minP: number;
+  repeatPenalty: number;
+  repeatLastN: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  contextShift: boolean;
+  stop: string[];
+  grammar: string | null;
+  jsonSchema: Record<string, unknown> | boolean | null;
+  tools: ToolDefinition[] | null;
+  toolChoice: ToolChoice;
+  parallelToolCalls: boolean;
 }
 
 // ---- schemas, from the table -----------------------------------------------------------------
@@ -141,9 +195,15 @@ function groupSchema(groups: readonly OptionGroup[], extra: Record<string, z.Zod
 }
 
 const streamSchema = z.strictObject(Object.fromEntries(optionRows(['stream']).map((r) => [leafKey(r.key), valueSchema(r)])));
-const loadSchema = groupSchema(['context', 'model'], { stream: streamSchema.optional() });
+const loadSchema = groupSchema(['context', 'model'], {
+  stream: streamSchema.optional(),
+  onProgress: z.custom<(f: number) => void>((v) => typeof v === 'function', { error: 'must be a function' }).optional(),
+});
 const sessionSchema = groupSchema(['context', 'session']);
-const generateSchema = groupSchema(['generate'], { signal: z.instanceof(AbortSignal, { error: 'must be an AbortSignal' }).optional() });
+const generateSchema = groupSchema(['generate'], {
+  signal: z.instanceof(AbortSignal, { error: 'must be an AbortSignal' }).optional(),
+  ...requestSchemas,
+});
 
 /** Parses `input` or throws one line: "<option> <requirement>, got <value>". */
 function check<T>(schema: z.ZodType, input: unknown, noun: string): T {
@@ -231,5 +291,16 @@ export function resolveSessionOptions(input: SessionOptions | undefined, model: 
 
 export function resolveGenerateOptions(input: GenerateOptions | undefined): ResolvedGenerateOptions {
   const o = check<GenerateOptions>(generateSchema, input, 'generate option');
-  return { ...(withDefaults(['generate'], o as Record<string, unknown>) as Omit<ResolvedGenerateOptions, 'signal'>), signal: o.signal ?? null };
+  const rows = withDefaults(['generate'], o as Record<string, unknown>) as Omit<ResolvedGenerateOptions, 'signal' | keyof GenerateRequestOptions>;
+  if (o.grammar !== undefined && o.jsonSchema !== undefined) throw new BmoeError('E_OPTION', 'grammar and jsonSchema cannot both be given');
+  return {
+    ...rows,
+    signal: o.signal ?? null,
+    stop: o.stop === undefined ? [] : typeof o.stop === 'string' ? [o.stop] : [...o.stop],
+    grammar: o.grammar ?? null,
+    jsonSchema: o.jsonSchema ?? null,
+    tools: o.tools === undefined ? null : [...o.tools],
+    toolChoice: o.toolChoice ?? 'auto',
+    parallelToolCalls: o.parallelToolCalls ?? false,
+  };
 }

@@ -1,36 +1,46 @@
 // A session owns one native context (one KV cache). The native side reuses the longest cached
 // prefix of whatever tokens it is sent, so multi-turn chat simply resends the whole conversation.
-import type { NativeChatMessage, NativeContext, NativeModel, NativePrepareInput } from '@bmoe/core-native';
-import { BmoeError, messageOf } from './errors.js';
+import type { NativeContext, NativeGenerateRequest, NativeModel } from '@bmoe/core-native';
+import { BmoeError } from './errors.js';
 import { GenerationImpl, type Generation, type GenerationDeps, type GenerationResult } from './generation.js';
-import { resolveGenerateOptions, type GenerateOptions, type ResolvedLoadOptions } from './options.js';
-import { opt, optionError } from './options/errors.js';
-import { nativeGenerateParams, nativePrepareOptions } from './options/native.js';
+import { checkMessages, historyMessage, type ChatMessage } from './messages.js';
+import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOptions, type ResolvedLoadOptions } from './options.js';
+import { nativeGenerateParams } from './options/native.js';
+import { checkRequest, contextFull, dropOldestTurn, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
 
-export interface ChatMessage {
-  /** 'system' | 'user' | 'assistant' (or any role the model's template knows). */
-  role: string;
-  content: string;
-}
-
-export interface Session {
+export interface Session extends AsyncDisposable {
   /**
    * Generates from a raw prompt (tokenized with special-token parsing and the model's BOS, like
    * `llama-completion -no-cnv -p`) or from chat messages (formatted with the GGUF's own template,
-   * or ChatML with `chatml: true`). Throws BmoeError synchronously on bad options or when a
-   * generation is already running in this session.
+   * or ChatML with `chatml: true`, by llama.cpp's chat layer, which also offers `tools` and reads
+   * the answer into `result.message`). Throws BmoeError synchronously on bad options ('E_OPTION'),
+   * what this build cannot do ('E_UNSUPPORTED'), or when a generation is already running in this
+   * session ('E_BUSY'). `result` rejects with 'E_CONTEXT_FULL' when the prompt does not fit.
    */
   generate(input: string | readonly ChatMessage[], options?: GenerateOptions): Generation;
-  /** One chat turn: sends the history plus `userText`; on completion both turns join the history. */
-  chat(userText: string, options?: GenerateOptions): Generation;
-  /** The conversation `chat()` has kept (system message excluded). */
+  /**
+   * One chat turn: sends the system message, the history and `input` (a string is a user
+   * message; messages, such as tool results, are appended as they are). On completion the input
+   * and the answer (content, reasoning, tool calls) join the history. With `contextShift: true`
+   * a conversation that does not fit loses its oldest turns (a user message and what follows it,
+   * the system message kept) until it does, in the history too.
+   */
+  chat(input: string | ChatMessage | readonly ChatMessage[], options?: GenerateOptions): Generation;
+  /** The conversation `chat()` has kept (the session's system message excluded). */
   readonly history: readonly ChatMessage[];
+  /**
+   * Replaces the conversation `chat()` continues from (a saved one, or one edited); the session's
+   * system message still goes first. Throws 'E_BUSY' while a generation runs, 'E_OPTION' on a bad message.
+   */
+  setHistory(messages: readonly ChatMessage[]): void;
   /** A generation is running. */
   readonly busy: boolean;
   /** Forgets the conversation and the cached prefix. */
   reset(): void;
   /** Aborts a running generation, waits for it, and frees the context. Idempotent. */
   close(): Promise<void>;
+  /** `await using session = model.createSession()`: the same as close(). */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export interface SessionDeps {
@@ -41,8 +51,16 @@ export interface SessionDeps {
   onClosed(session: SessionImpl): void;
 }
 
+/** chat()'s input as messages. */
+function chatInput(input: unknown): ChatMessage[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  if (Array.isArray(input)) return checkMessages(input);
+  if (input !== null && typeof input === 'object') return checkMessages([input]);
+  throw new BmoeError('E_OPTION', 'chat() takes a user message as a string, a message, or an array of messages');
+}
+
 export class SessionImpl implements Session {
-  private readonly turns: ChatMessage[] = [];
+  private turns: ChatMessage[] = [];
   /** True from the start of a generation until its result is decided. */
   private running = false;
   private current: Generation | null = null;
@@ -59,21 +77,34 @@ export class SessionImpl implements Session {
   }
 
   generate(input: string | readonly ChatMessage[], options?: GenerateOptions): Generation {
-    return this.start(input, options, null);
+    this.ensureUsable();
+    const opts = resolveGenerateOptions(options);
+    const messages = typeof input === 'string' ? input : checkMessages(input);
+    return this.start(checkRequest(this.deps.model, messages, opts), opts, null);
   }
 
-  chat(userText: string, options?: GenerateOptions): Generation {
-    if (typeof userText !== 'string') throw new BmoeError('E_OPTION', 'chat() takes the user message as a string');
-    const user: ChatMessage = { role: 'user', content: userText };
+  chat(input: string | ChatMessage | readonly ChatMessage[], options?: GenerateOptions): Generation {
+    this.ensureUsable();
+    const opts = resolveGenerateOptions(options);
+    const added = chatInput(input);
     const system: ChatMessage[] = this.deps.options.system !== null ? [{ role: 'system', content: this.deps.options.system }] : [];
-    return this.start([...system, ...this.turns, user], options, (res) => {
-      this.turns.push(user, { role: 'assistant', content: res.text });
+    const req = checkRequest(this.deps.model, [...system, ...this.turns, ...added], opts);
+    return this.start(req, opts, {
+      dropTurns: opts.contextShift,
+      done: (sent, res) => {
+        this.turns = [...sent.slice(system.length), historyMessage(res.message)];
+      },
     });
+  }
+
+  setHistory(messages: readonly ChatMessage[]): void {
+    this.ensureUsable();
+    this.turns = Array.isArray(messages) && messages.length === 0 ? [] : checkMessages(messages);
   }
 
   reset(): void {
     this.ensureUsable();
-    this.turns.length = 0;
+    this.turns = [];
     this.deps.context.reset();
   }
 
@@ -89,22 +120,38 @@ export class SessionImpl implements Session {
     this.deps.onClosed(this);
   }
 
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
   private ensureUsable(): void {
     if (this.closed) throw new BmoeError('E_CLOSED', 'the session is closed');
     if (this.running) throw new BmoeError('E_BUSY', 'a generation is already running in this session; await its result or abort it first');
   }
 
+  /** The prompt prepared; a chat that may drop turns drops its oldest until it fits. */
+  private async fit(req: PromptRequest, dropTurns: boolean): Promise<{ plan: PromptPlan; sent: ChatMessage[] }> {
+    const { model, options } = this.deps;
+    let sent = messagesOf(req);
+    let plan = await preparePrompt(model, req);
+    while (dropTurns && plan.tokens.length >= options.contextSize) {
+      const fewer = dropOldestTurn(sent);
+      if (!fewer) break;
+      sent = fewer;
+      plan = await preparePrompt(model, withMessages(req, fewer));
+    }
+    if (plan.tokens.length >= options.contextSize) throw contextFull(plan.tokens.length, options.contextSize);
+    return { plan, sent };
+  }
+
   private start(
-    input: string | readonly ChatMessage[],
-    options: GenerateOptions | undefined,
-    onDone: ((res: GenerationResult) => void) | null,
+    req: PromptRequest,
+    opts: ResolvedGenerateOptions,
+    chat: { dropTurns: boolean; done(sent: ChatMessage[], res: GenerationResult): void } | null,
   ): Generation {
-    this.ensureUsable();
-    const opts = resolveGenerateOptions(options);
-    const prompt: NativePrepareInput =
-      typeof input === 'string' ? { text: input } : { messages: checkMessages(input), ...nativePrepareOptions(opts) };
     const { model, context: ctx } = this.deps;
-    const { contextSize } = this.deps.options;
+    // The messages sent, once fitted (the oldest turns dropped); a chat keeps them as its history.
+    let sent = messagesOf(req);
     // Busy before the generation starts: an already-aborted signal settles inside the constructor.
     this.running = true;
     let stopped = false;
@@ -112,18 +159,22 @@ export class SessionImpl implements Session {
     // that reports what is known then.
     const deps: GenerationDeps = {
       promptTokens: 0,
+      maxTokens: opts.maxTokens,
       signal: opts.signal,
       cacheBudgetMiB: this.deps.cacheBudgetMiB,
-      run: async (onToken) => {
-        const tokens = await prepare(model, prompt);
-        deps.promptTokens = tokens.length;
-        if (tokens.length >= contextSize) {
-          throw optionError`the prompt is ${tokens.length} tokens but the context holds ${contextSize} (${opt('contextSize')})`;
-        }
+      run: async (sink) => {
+        const fitted = await this.fit(req, chat?.dropTurns ?? false);
+        const { plan } = fitted;
+        sent = fitted.sent;
+        deps.promptTokens = plan.tokens.length;
+        const contextSize = opts.contextShift ? null : this.deps.options.contextSize;
+        sink.begin({ promptTokens: plan.tokens.length, stops: plan.stops, parser: plan.parser, contextSize });
         // An abort while the prompt was prepared must not be cleared by the native generate().
-        if (stopped) return { stopReason: 'abort', promptTokens: tokens.length, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
+        if (stopped) return { stopReason: 'abort', promptTokens: plan.tokens.length, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
+        const request: NativeGenerateRequest = { tokens: plan.tokens, ...nativeGenerateParams(opts) };
+        if (plan.grammar) request.grammar = plan.grammar;
         try {
-          return await ctx.generate({ tokens, ...nativeGenerateParams(opts) }, onToken);
+          return await ctx.generate(request, (ev) => sink.token(ev));
         } catch (err) {
           const changed = model.fileStatus();
           throw changed ? new BmoeError('E_MODEL_CHANGED', changed, { cause: err }) : err;
@@ -136,37 +187,11 @@ export class SessionImpl implements Session {
       onSettled: (res) => {
         this.running = false;
         this.current = null;
-        if (res && onDone) onDone(res);
+        if (res && chat) chat.done(sent, res);
       },
     };
     const gen = new GenerationImpl(deps);
     if (this.running) this.current = gen;
     return gen;
   }
-}
-
-/** Templating and tokenizing run on a native worker thread: a huge prompt never blocks the event loop. */
-async function prepare(model: NativeModel, prompt: NativePrepareInput): Promise<Int32Array> {
-  const changed = model.fileStatus();
-  if (changed) throw new BmoeError('E_MODEL_CHANGED', changed);
-  let tokens: Int32Array;
-  try {
-    tokens = await model.prepare(prompt);
-  } catch (err) {
-    throw new BmoeError('E_GENERATE', `could not prepare the prompt: ${messageOf(err)}`, { cause: err });
-  }
-  if (tokens.length === 0) throw new BmoeError('E_OPTION', 'the prompt is empty (0 tokens)');
-  return tokens;
-}
-
-function checkMessages(messages: readonly ChatMessage[]): NativeChatMessage[] {
-  if (!Array.isArray(messages) || messages.length === 0) {
-    throw new BmoeError('E_OPTION', 'messages must be a non-empty array of { role, content }');
-  }
-  return messages.map((m, i) => {
-    if (typeof m?.role !== 'string' || typeof m?.content !== 'string') {
-      throw new BmoeError('E_OPTION', `messages[${i}] must be { role: string, content: string }`);
-    }
-    return { role: m.role, content: m.content };
-  });
 }

@@ -24,6 +24,7 @@ import {
   resolveLoadOptions,
   resolveSessionOptions,
   type GenerateOptions,
+  type GenerateRequestOptions,
   type LoadOptions,
   type SessionOptions,
   type StreamOptions,
@@ -41,7 +42,8 @@ function thrown(fn: () => unknown): BmoeError {
 
 describe('the option table', () => {
   it('has exactly the keys of the public option types (checked by the type checker)', () => {
-    type Top<T> = Exclude<keyof T, 'stream' | 'signal'>;
+    // Not rows: the stream object, the signal, the load-progress callback, a request's constraints and tools.
+    type Top<T> = Exclude<keyof T, 'stream' | 'signal' | 'onProgress' | keyof GenerateRequestOptions>;
     expectTypeOf<ApiKeysOf<'context'> | ApiKeysOf<'model'>>().toEqualTypeOf<Top<LoadOptions>>();
     expectTypeOf<`stream.${keyof StreamOptions}`>().toEqualTypeOf<ApiKeysOf<'stream'>>();
     expectTypeOf<ApiKeysOf<'context'> | ApiKeysOf<'session'>>().toEqualTypeOf<keyof SessionOptions>();
@@ -50,10 +52,10 @@ describe('the option table', () => {
 
   it("has exactly the binding's parameter keys as native keys (checked by the type checker)", () => {
     // Top-k travels as a kvOverrides entry (its own mechanism).
-    type ModelKeys = Exclude<keyof NativeModelParams, 'path' | 'kvOverrides'> | `stream.${keyof NativeStreamParams}`;
+    type ModelKeys = Exclude<keyof NativeModelParams, 'path' | 'kvOverrides' | 'onProgress'> | `stream.${keyof NativeStreamParams}`;
     expectTypeOf<ModelKeys>().toEqualTypeOf<Exclude<NativeKeysOf<'model'>, `kvOverrides.${string}`>>();
     expectTypeOf<NativeKeysOf<'context'>>().toEqualTypeOf<keyof NativeContextParams>();
-    type GenerateKeys = Exclude<keyof NativeGenerateRequest, 'tokens' | 'sampling'> | `sampling.${keyof NativeSampling}`;
+    type GenerateKeys = Exclude<keyof NativeGenerateRequest, 'tokens' | 'sampling' | 'grammar'> | `sampling.${keyof NativeSampling}`;
     expectTypeOf<NativeKeysOf<'generate'>>().toEqualTypeOf<GenerateKeys>();
   });
 
@@ -73,7 +75,8 @@ describe('the option table', () => {
       Object.fromEntries(optionRows(groups).map((r) => [r.key.slice(r.key.lastIndexOf('.') + 1), r.default === 'computed' ? expect.any(Number) : r.default]));
     expect(resolveLoadOptions({})).toEqual({ ...byLeaf(['context', 'model']), stream: null });
     expect(resolveLoadOptions({ stream: { moeStream: true } }).stream).toEqual({ ...byLeaf(['stream']), moeStream: true });
-    expect(resolveGenerateOptions({})).toEqual({ ...byLeaf(['generate']), signal: null });
+    const request = { stop: [], grammar: null, jsonSchema: null, tools: null, toolChoice: 'auto', parallelToolCalls: false };
+    expect(resolveGenerateOptions({})).toEqual({ ...byLeaf(['generate']), signal: null, ...request });
     expect(resolveSessionOptions({}, resolveLoadOptions({}))).toMatchObject({ system: null });
   });
 
@@ -86,6 +89,15 @@ describe('the option table', () => {
       const resolve = row.group === 'generate' ? () => resolveGenerateOptions(input) : () => resolveLoadOptions(input);
       expect(thrown(resolve).message).toBe(`${row.key} ${checkValue(row.value, over)}, got ${over}`);
     }
+  });
+
+  it("enforces the sampling rows' ranges as llama.cpp does", () => {
+    expect(thrown(() => resolveGenerateOptions({ repeatLastN: -2 })).message).toBe('repeatLastN must be an integer from -1 to 16777216, got -2');
+    expect(resolveGenerateOptions({ repeatLastN: -1 }).repeatLastN).toBe(-1);
+    expect(thrown(() => resolveGenerateOptions({ repeatPenalty: 0 })).message).toBe('repeatPenalty must be a number > 0, got 0');
+    expect(thrown(() => resolveGenerateOptions({ minP: 1.5 })).message).toBe('minP must be a number in [0, 1], got 1.5');
+    expect(thrown(() => resolveGenerateOptions({ presencePenalty: Number.NaN })).message).toBe('presencePenalty must be a finite number, got NaN');
+    expect(resolveGenerateOptions({ presencePenalty: -1.5, frequencyPenalty: 2 })).toMatchObject({ presencePenalty: -1.5, frequencyPenalty: 2 });
   });
 
   it('holds the bounds that used to live only in C++', () => {
@@ -131,7 +143,12 @@ describe('native parameter objects', () => {
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: 9 } }), 'x').stream).toMatchObject({ cacheCeilMb: 9 });
     expect(nativeContextParams(load)).toEqual({ threads: 2, nCtx: 1024, nBatch: 512, nUbatch: 512 });
     const gen = resolveGenerateOptions({ maxTokens: 5, topK: 3, logits: true, think: false });
-    expect(nativeGenerateParams(gen)).toEqual({ maxTokens: 5, sampling: { temperature: 0, topK: 3, topP: 0.95, seed: 0 }, logits: true });
+    expect(nativeGenerateParams(gen)).toEqual({
+      maxTokens: 5,
+      sampling: { temperature: 0, topK: 3, topP: 0.95, seed: 0, minP: 0, repeatPenalty: 1, repeatLastN: 64, presencePenalty: 0, frequencyPenalty: 0 },
+      logits: true,
+      contextShift: false,
+    });
     expect(nativePrepareOptions(gen)).toEqual({ chatml: false, think: false });
   });
 });

@@ -83,7 +83,7 @@ describe('session options', () => {
 });
 
 describe('generate options', () => {
-  it('fills the documented defaults: 256 tokens, greedy, topK 40, topP 0.95, seed 0, thinking on', () => {
+  it('fills the documented defaults: 256 tokens, greedy, topK 40, topP 0.95, seed 0, thinking on, penalties off', () => {
     expect(resolveGenerateOptions(undefined)).toEqual({
       maxTokens: 256,
       temperature: 0,
@@ -94,6 +94,41 @@ describe('generate options', () => {
       chatml: false,
       think: true,
       logits: false,
+      minP: 0,
+      repeatPenalty: 1,
+      repeatLastN: 64,
+      presencePenalty: 0,
+      frequencyPenalty: 0,
+      contextShift: false,
+      stop: [],
+      grammar: null,
+      jsonSchema: null,
+      tools: null,
+      toolChoice: 'auto',
+      parallelToolCalls: false,
+    });
+  });
+
+  it.each([
+    [{ stop: 5 }, 'stop must be a string or an array of strings, got 5'],
+    [{ grammar: 1 }, 'grammar must be a string (GBNF), got 1'],
+    [{ jsonSchema: 'x' }, 'jsonSchema must be a JSON schema (an object or a boolean), got "x"'],
+    [{ tools: {} }, 'tools must be an array of tools, got {}'],
+    [{ tools: [{ type: 'function', function: { name: '' } }] }, 'tools.0.function.name must be a non-empty string, got ""'],
+    [{ toolChoice: 'any' }, "toolChoice must be 'auto', 'none', 'required' or { type: 'function', function: { name } }, got \"any\""],
+    [{ parallelToolCalls: 1 }, 'parallelToolCalls must be true or false, got 1'],
+    [{ grammar: 'root ::= "a"', jsonSchema: {} }, 'grammar and jsonSchema cannot both be given'],
+  ])('rejects the request option %j in one line naming it', (input, message) => {
+    expect(() => resolveGenerateOptions(input as never)).toThrow(message);
+  });
+
+  it('takes one stop string or several, and tools with their JSON schema', () => {
+    expect(resolveGenerateOptions({ stop: 'END' }).stop).toEqual(['END']);
+    const tools = [{ type: 'function' as const, function: { name: 'f', parameters: { type: 'object' } } }];
+    expect(resolveGenerateOptions({ stop: ['a', 'b'], tools, toolChoice: { type: 'function', function: { name: 'f' } } })).toMatchObject({
+      stop: ['a', 'b'],
+      tools,
+      toolChoice: { type: 'function', function: { name: 'f' } },
     });
   });
 

@@ -36,7 +36,12 @@ describe('Session.generate', () => {
     expect(res.metrics[2]).toMatchObject({ tokenIndex: 2, tokenId: 1002, wallMs: 10 });
     // Raw prompt: tokenized with add-special (BOS) and sent whole; greedy by default.
     expect([...ctx.requests[0]!.tokens]).toEqual([BOS, 104, 105]);
-    expect(ctx.requests[0]!.sampling).toEqual({ temperature: 0, topK: 40, topP: 0.95, seed: 0 });
+    expect(ctx.requests[0]!.sampling).toEqual({
+      temperature: 0, topK: 40, topP: 0.95, seed: 0, minP: 0, repeatPenalty: 1, repeatLastN: 64, presencePenalty: 0, frequencyPenalty: 0,
+    });
+    expect(ctx.requests[0]!.grammar).toBeUndefined();
+    expect(res.message).toEqual({ role: 'assistant', content: 'xxxxx', reasoningContent: null, toolCalls: [] });
+    expect(events.map((e) => e.delta)).toEqual(Array(5).fill({ content: 'x' }));
     expect(session.busy).toBe(false);
   });
 
@@ -90,7 +95,7 @@ describe('Session.generate', () => {
   it('rejects a prompt that does not fit the context (once it is tokenized, off the JS thread)', async () => {
     const { session } = fakeSession({}, 8);
     const gen = session.generate('a long prompt');
-    await expect(gen.result).rejects.toThrow(/prompt is 14 tokens but the context holds 8/);
+    await expect(gen.result).rejects.toMatchObject({ code: 'E_CONTEXT_FULL', message: 'the prompt is 14 tokens but the context holds 8 (contextSize, --ctx-size)' });
     expect(session.busy).toBe(false);
   });
 

@@ -9,6 +9,7 @@ import {
   cliOption,
   generateOptions,
   modelAndSettings,
+  PENALTY_KEYS,
   tableOption,
   type ModelFlags,
 } from '../model-options.js';
@@ -28,7 +29,7 @@ export function chatCommand(program: Command): Command {
   addGenerateOptions(chat, ['chatml'])
     .addOption(tableOption('think', { help: "turn the template's reasoning off (Qwen3 thinking; gpt-oss answers on its final channel) and hide any thinking" }))
     .addOption(cliOption('--system <text>', 'a system message put before the conversation', 'none'));
-  addGenerateOptions(chat, ['temperature', 'topK', 'topP', 'seed']);
+  addGenerateOptions(chat, ['temperature', 'topK', 'topP', 'seed', ...PENALTY_KEYS, 'contextShift']);
   return addStreamingOptions(chat);
 }
 

@@ -1,5 +1,5 @@
 // `bmoe run MODEL -p PROMPT -n N ...`: flags a llama.cpp user knows (-p, -n, -t, -c, --temp,
-// --top-k, --top-p, --seed) plus the spec's streaming flags, mapped onto @bmoe/engine options.
+// --top-k, --top-p, --seed, --min-p, the penalties, --context-shift) plus the spec's streaming flags, mapped onto @bmoe/engine options.
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
 import {
@@ -10,6 +10,7 @@ import {
   generateOptions,
   modelAndSettings,
   tableOption,
+  PENALTY_KEYS,
   type ModelFlags,
 } from '../model-options.js';
 
@@ -31,7 +32,7 @@ export function runCommand(program: Command): Command {
     .addOption(cliOption('-p, --prompt <text>', 'prompt text', 'required').makeOptionMandatory())
     .addOption(tableOption('maxTokens'));
   addContextOptions(run).addOption(cliOption('--chat', "format the prompt as one user message with the GGUF's chat template", 'raw prompt'));
-  addGenerateOptions(run, ['chatml', 'think', 'temperature', 'topK', 'topP', 'seed'])
+  addGenerateOptions(run, ['chatml', 'think', 'temperature', 'topK', 'topP', 'seed', ...PENALTY_KEYS, 'contextShift'])
     .addOption(cliOption('--csv <file>', 'write one row of per-token metrics per token to this CSV file'))
     .addOption(cliOption('--json', 'print one JSON event per line instead of plain text'));
   return addStreamingOptions(run);

@@ -184,6 +184,37 @@ export const OPTION_TABLE = [
     help: 'sampler seed',
   },
   {
+    key: 'minP', group: 'generate', flag: '--min-p', arg: 'P', native: { params: 'generate', key: 'sampling.minP' },
+    value: { type: 'number', min: 0, max: 1 }, default: 0, defaultText: '0',
+    help: 'min-p sampling: drop tokens less likely than P times the most likely one; 0 = off',
+  },
+  {
+    key: 'repeatPenalty', group: 'generate', flag: '--repeat-penalty', arg: 'N', native: { params: 'generate', key: 'sampling.repeatPenalty' },
+    value: { type: 'number', min: 0, minExclusive: true }, default: 1, defaultText: '1',
+    help: 'penalize tokens repeated within the last --repeat-last-n (prompt included); 1 = off',
+  },
+  // llama.cpp's sampler reads -1 as the whole context (llama-server's repeat_last_n).
+  {
+    key: 'repeatLastN', group: 'generate', flag: '--repeat-last-n', arg: 'N', native: { params: 'generate', key: 'sampling.repeatLastN' },
+    value: int(-1, 2 ** 24), default: 64, defaultText: '64',
+    help: 'tokens --repeat-penalty and the presence/frequency penalties look back over; 0 = off, -1 = the context size',
+  },
+  {
+    key: 'presencePenalty', group: 'generate', flag: '--presence-penalty', arg: 'N', native: { params: 'generate', key: 'sampling.presencePenalty' },
+    value: { type: 'number' }, default: 0, defaultText: '0',
+    help: 'subtract N from the logit of every token already seen (OpenAI presence_penalty); 0 = off',
+  },
+  {
+    key: 'frequencyPenalty', group: 'generate', flag: '--frequency-penalty', arg: 'N', native: { params: 'generate', key: 'sampling.frequencyPenalty' },
+    value: { type: 'number' }, default: 0, defaultText: '0',
+    help: 'subtract N times its count from the logit of every token already seen (OpenAI frequency_penalty); 0 = off',
+  },
+  {
+    key: 'contextShift', group: 'generate', flag: '--context-shift', native: { params: 'generate', key: 'contextShift' },
+    value: bool, default: false, defaultText: 'off',
+    help: 'when the context fills, drop the older half of it and go on (llama.cpp --context-shift) instead of stopping',
+  },
+  {
     key: 'chatml', group: 'generate', flag: '--chatml', native: { params: 'prepare', key: 'chatml' },
     value: bool, default: false, defaultText: 'off',
     help: "format the prompt as one user message with ChatML instead of the GGUF's own template",

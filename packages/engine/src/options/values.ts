@@ -14,10 +14,11 @@ export interface IntSpec {
   readonly orAuto?: boolean;
 }
 
-/** A finite number >= min (> min when `minExclusive`), and <= max when given. */
+/** A finite number >= min (> min when `minExclusive`) when min is given, and <= max when given. */
 export interface NumberSpec {
   readonly type: 'number';
-  readonly min: number;
+  /** Default: no lower bound (any finite number). */
+  readonly min?: number;
   readonly minExclusive?: boolean;
   readonly max?: number;
 }
@@ -61,10 +62,16 @@ function either(values: readonly string[]): string {
 function intMessages(spec: IntSpec): { base: string; range: string } {
   const unit = spec.unit && spec.orAuto ? ` (${spec.unit})` : '';
   const auto = spec.orAuto ? " or 'auto'" : '';
-  const base = `must be a ${spec.min >= 1 ? 'positive' : 'non-negative'} integer${unit}${auto}`;
+  const base = `must be a${spec.min >= 1 ? ' positive' : spec.min >= 0 ? ' non-negative' : 'n'} integer${unit}${auto}`;
   const max = spec.max ?? Number.MAX_SAFE_INTEGER;
-  const bounded = spec.min > 1 || max < Number.MAX_SAFE_INTEGER;
+  const bounded = spec.min > 1 || spec.min < 0 || max < Number.MAX_SAFE_INTEGER;
   return { base, range: bounded ? `must be an integer from ${spec.min} to ${max}${unit}${auto}` : base };
+}
+
+function numberMessage(spec: NumberSpec): string {
+  if (spec.min === undefined) return spec.max === undefined ? 'must be a finite number' : `must be a number <= ${spec.max}`;
+  if (spec.max === undefined) return `must be a number ${spec.minExclusive ? '>' : '>='} ${spec.min}`;
+  return `must be a number in ${spec.minExclusive ? '(' : '['}${spec.min}, ${spec.max}]`;
 }
 
 /**
@@ -78,14 +85,13 @@ export function checkValue(spec: ValueSpec, v: unknown): string | null {
       if (spec.orAuto && v === 'auto') return null;
       const { base, range } = intMessages(spec);
       const max = spec.max ?? Number.MAX_SAFE_INTEGER;
-      if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < Math.min(spec.min, 1)) return base;
+      if (typeof v !== 'number' || !Number.isSafeInteger(v) || (spec.min >= 0 && v < Math.min(spec.min, 1))) return base;
       return v < spec.min || v > max ? range : null;
     }
     case 'number': {
-      const lo = spec.minExclusive ? '(' : '[';
-      const message = spec.max === undefined ? `must be a number ${spec.minExclusive ? '>' : '>='} ${spec.min}` : `must be a number in ${lo}${spec.min}, ${spec.max}]`;
+      const message = numberMessage(spec);
       if (typeof v !== 'number' || !Number.isFinite(v)) return message;
-      const low = spec.minExclusive ? v <= spec.min : v < spec.min;
+      const low = spec.min !== undefined && (spec.minExclusive ? v <= spec.min : v < spec.min);
       return low || (spec.max !== undefined && v > spec.max) ? message : null;
     }
     case 'bool':

@@ -1,0 +1,161 @@
+// From an input and its options to what the native generator runs: the prompt's tokens, the
+// grammar constraining the answer, the stop strings and how the answer is read. Chat messages go
+// through llama.cpp's chat layer (prepareChat: the GGUF's template, tools, JSON schemas, the
+// format's parser) where the build has it; the wasm32 build formats role and text only.
+import type { NativeChatRequest, NativeGrammar, NativeModel, NativePrepareInput } from '@bmoe/core-native';
+import { BmoeError, messageOf } from './errors.js';
+import type { ChatParser } from './message-stream.js';
+import { messagesJson, plainMessages, type ChatMessage, type ToolDefinition } from './messages.js';
+import type { ResolvedGenerateOptions } from './options.js';
+import { nativePrepareOptions } from './options/native.js';
+
+/** What a generation runs, once prepared. */
+export interface PromptPlan {
+  tokens: Int32Array;
+  grammar: NativeGrammar | null;
+  /** The caller's stop strings and the ones the chat format asks for. */
+  stops: string[];
+  /** How the answer is read; null: the text is the answer. */
+  parser: ChatParser | null;
+}
+
+/** A request checked (synchronously: bad options throw before anything starts), ready to prepare. */
+export type PromptRequest =
+  /** A raw text prompt. */
+  | { kind: 'text'; text: string; grammar: NativeGrammar | null; stops: string[] }
+  /** Messages through the template, role and text only (a build without llama.cpp's chat layer). */
+  | { kind: 'template'; messages: ChatMessage[]; template: { chatml: boolean; think: boolean }; grammar: NativeGrammar | null; stops: string[] }
+  /** Messages through llama.cpp's chat layer. */
+  | { kind: 'chat'; messages: ChatMessage[]; chat: Omit<NativeChatRequest, 'messagesJson'>; stops: string[] };
+
+/** A GBNF the caller wrote: it applies from the first generated token. */
+function userGrammar(gbnf: string): NativeGrammar {
+  return { gbnf, kind: 'user', lazy: false, triggers: [], generationPrompt: '' };
+}
+
+function unsupported(what: string): BmoeError {
+  return new BmoeError('E_UNSUPPORTED', `${what} needs the native addon (this wasm32 build has no llama.cpp chat layer)`);
+}
+
+/** The schema as GBNF (llama.cpp's json_schema_to_grammar); a schema it cannot convert is an option error. */
+function schemaGrammar(model: NativeModel, schema: Record<string, unknown> | boolean): string {
+  if (!model.jsonSchemaToGrammar) throw unsupported('jsonSchema');
+  try {
+    return model.jsonSchemaToGrammar(JSON.stringify(schema));
+  } catch (err) {
+    throw new BmoeError('E_OPTION', `jsonSchema: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+/** The tools to offer and the choice as llama.cpp takes it: a named function = only that tool, required. */
+function toolsAndChoice(o: ResolvedGenerateOptions): { tools: ToolDefinition[]; toolChoice: 'auto' | 'none' | 'required' } {
+  const tools = o.tools ?? [];
+  const choice = o.toolChoice;
+  if (typeof choice === 'string') {
+    if (choice === 'required' && tools.length === 0) throw new BmoeError('E_OPTION', "toolChoice 'required' needs tools");
+    return { tools, toolChoice: choice };
+  }
+  const named = tools.filter((t) => t.function.name === choice.function.name);
+  if (named.length === 0) throw new BmoeError('E_OPTION', `toolChoice names '${choice.function.name}', which is not one of the tools`);
+  return { tools: named, toolChoice: 'required' };
+}
+
+/** Checks the input against the options and the build; throws BmoeError ('E_OPTION', 'E_UNSUPPORTED'). */
+export function checkRequest(model: NativeModel, input: string | ChatMessage[], o: ResolvedGenerateOptions): PromptRequest {
+  const hasTools = o.tools !== null && o.tools.length > 0;
+  if (typeof input === 'string') {
+    if (hasTools) throw new BmoeError('E_OPTION', 'tools apply to chat messages, not to a raw text prompt');
+    const gbnf = o.jsonSchema !== null ? schemaGrammar(model, o.jsonSchema) : o.grammar;
+    return { kind: 'text', text: input, grammar: gbnf === null ? null : userGrammar(gbnf), stops: o.stop };
+  }
+  if (hasTools && o.grammar !== null) throw new BmoeError('E_OPTION', 'grammar cannot be combined with tools');
+  if (!model.prepareChat || !model.parseChat) {
+    if (hasTools) throw unsupported('tools');
+    if (o.jsonSchema !== null) throw unsupported('jsonSchema');
+    plainMessages(input); // what it cannot format is told now
+    return { kind: 'template', messages: input, template: nativePrepareOptions(o), grammar: o.grammar === null ? null : userGrammar(o.grammar), stops: o.stop };
+  }
+  // Checked here, so a schema llama.cpp cannot convert is told as the option it is.
+  if (o.jsonSchema !== null) schemaGrammar(model, o.jsonSchema);
+  const { tools, toolChoice } = toolsAndChoice(o);
+  const chat: Omit<NativeChatRequest, 'messagesJson'> = {
+    toolsJson: tools.length > 0 ? JSON.stringify(tools) : '',
+    toolChoice,
+    parallelToolCalls: o.parallelToolCalls,
+    jsonSchema: o.jsonSchema === null ? '' : JSON.stringify(o.jsonSchema),
+    grammar: o.grammar ?? '',
+    ...nativePrepareOptions(o),
+  };
+  return { kind: 'chat', messages: input, chat, stops: o.stop };
+}
+
+/** The same request with other messages (chat: the conversation with its oldest turns dropped). */
+export function withMessages(req: PromptRequest, messages: ChatMessage[]): PromptRequest {
+  return req.kind === 'text' ? req : { ...req, messages };
+}
+
+/** The conversation a request sends (empty for a raw text prompt). */
+export function messagesOf(req: PromptRequest): ChatMessage[] {
+  return req.kind === 'text' ? [] : req.messages;
+}
+
+async function prepareTokens(model: NativeModel, input: NativePrepareInput): Promise<Int32Array> {
+  try {
+    return await model.prepare(input);
+  } catch (err) {
+    throw new BmoeError('E_GENERATE', `could not prepare the prompt: ${messageOf(err)}`, { cause: err });
+  }
+}
+
+/**
+ * Templates and tokenizes on a native worker thread (a huge conversation never blocks the event
+ * loop). Rejects with 'E_MODEL_CHANGED', 'E_OPTION' (a conversation the template or llama.cpp's
+ * readers refuse) or 'E_GENERATE'.
+ */
+export async function preparePrompt(model: NativeModel, req: PromptRequest): Promise<PromptPlan> {
+  const changed = model.fileStatus();
+  if (changed) throw new BmoeError('E_MODEL_CHANGED', changed);
+  let plan: PromptPlan;
+  if (req.kind !== 'chat') {
+    const input: NativePrepareInput = req.kind === 'text' ? { text: req.text } : { messages: plainMessages(req.messages), ...req.template };
+    plan = { tokens: await prepareTokens(model, input), grammar: req.grammar, stops: req.stops, parser: null };
+  } else {
+    const { prepareChat, parseChat } = model as Required<Pick<NativeModel, 'prepareChat' | 'parseChat'>>;
+    let native;
+    try {
+      native = await prepareChat.call(model, { messagesJson: messagesJson(req.messages), ...req.chat });
+    } catch (err) {
+      throw new BmoeError('E_OPTION', `could not format the conversation: ${messageOf(err)}`, { cause: err });
+    }
+    const syntax = native.syntax;
+    plan = {
+      tokens: native.tokens,
+      grammar: native.grammar,
+      stops: [...req.stops, ...native.additionalStops],
+      parser: { parse: (text, partial) => parseChat.call(model, text, partial, syntax) },
+    };
+  }
+  if (plan.tokens.length === 0) throw new BmoeError('E_OPTION', 'the prompt is empty (0 tokens)');
+  return plan;
+}
+
+/**
+ * The conversation without its oldest turn: leading system/developer messages stay, and a turn
+ * is a user message with everything up to the next one. Null when only the last turn is left.
+ */
+export function dropOldestTurn(messages: readonly ChatMessage[]): ChatMessage[] | null {
+  let start = 0;
+  while (start < messages.length && (messages[start]!.role === 'system' || messages[start]!.role === 'developer')) start++;
+  let next = start + 1;
+  while (next < messages.length && messages[next]!.role !== 'user') next++;
+  if (next >= messages.length) return null;
+  return [...messages.slice(0, start), ...messages.slice(next)];
+}
+
+/** The prompt that does not fit: its tokens and the context, naming the option and the flag. */
+export function contextFull(promptTokens: number, contextSize: number): BmoeError {
+  return new BmoeError(
+    'E_CONTEXT_FULL',
+    `the prompt is ${promptTokens} tokens but the context holds ${contextSize} (contextSize, --ctx-size)`,
+  );
+}
