@@ -32,8 +32,8 @@ export interface TokenEvent {
    * What this token adds to the answer (`result.message`): content, reasoning, tool calls, read
    * by the model's chat format. Empty while text is held back (a possible stop string, an
    * unfinished tag); what is sent is never taken back. The deltas of a generation add up to
-   * `result.message`, except when it ends by abort, where the last held-back text is only in
-   * the message.
+   * `result.message`, except when it ends by abort or a full context: text held back at its last
+   * token is then only in the message.
    */
   delta: MessageDelta;
   /** The token ends the generation (end of generation / end of turn). */
@@ -77,11 +77,8 @@ export interface Generation extends AsyncIterable<TokenEvent> {
 
 /** How the prompt came out, once prepared: what the token sink needs to read the answer. */
 export interface StreamSetup {
-  promptTokens: number;
   stops: readonly string[];
   parser: ChatParser | null;
-  /** The context size when a full context ends the generation; null with context shift. */
-  contextSize: number | null;
 }
 
 /** Where the session's run() sends the prepared prompt's facts, then the native token events. */
@@ -111,7 +108,6 @@ export class GenerationImpl implements Generation {
   private readonly utf8 = new Utf8Stream();
   private readonly events: TokenEvent[] = [];
   private stream = new MessageStream([], null);
-  private setup: StreamSetup | null = null;
   private aborted = false;
   /** A stop string appeared: later (in-flight) tokens are dropped, and the result says 'stop'. */
   private stopped = false;
@@ -182,15 +178,15 @@ export class GenerationImpl implements Generation {
   }
 
   private begin(setup: StreamSetup): void {
-    this.setup = setup;
     this.stream = new MessageStream(setup.stops, setup.parser);
   }
 
-  /** No token follows this one: the end of generation, maxTokens, or (without context shift) a full context. */
+  /**
+   * No token follows this one: the end of generation or maxTokens. (A full context is not told
+   * ahead: llama.cpp rounds the context up, and the native event does not say it.)
+   */
   private isLast(ev: NativeTokenEvent, index: number): boolean {
-    if (ev.eog || index + 1 >= this.deps.maxTokens) return true;
-    const s = this.setup;
-    return s !== null && s.contextSize !== null && s.promptTokens + index + 1 >= s.contextSize;
+    return ev.eog || index + 1 >= this.deps.maxTokens;
   }
 
   private onToken(ev: NativeTokenEvent): void {

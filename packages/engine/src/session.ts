@@ -167,8 +167,7 @@ export class SessionImpl implements Session {
         const { plan } = fitted;
         sent = fitted.sent;
         deps.promptTokens = plan.tokens.length;
-        const contextSize = opts.contextShift ? null : this.deps.options.contextSize;
-        sink.begin({ promptTokens: plan.tokens.length, stops: plan.stops, parser: plan.parser, contextSize });
+        sink.begin({ stops: plan.stops, parser: plan.parser });
         // An abort while the prompt was prepared must not be cleared by the native generate().
         if (stopped) return { stopReason: 'abort', promptTokens: plan.tokens.length, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
         const request: NativeGenerateRequest = { tokens: plan.tokens, ...nativeGenerateParams(opts) };

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { leafKey, nativeBounds, optionByFlag, optionRow } from '../src/options/index.js';
+import { OPTION_TABLE, leafKey, nativeBounds, optionByFlag, optionRow, type OptionRow } from '../src/options/index.js';
 
 const NATIVE = fileURLToPath(new URL('../../core-native', import.meta.url));
 const SRC = join(NATIVE, 'src');
@@ -59,6 +59,23 @@ describe('native bounds', () => {
     for (const r of found!) {
       expect({ lo: cppInt(r.lo), hi: cppInt(r.hi) }, r.file).toEqual({ lo: b.min, hi: b.max });
       if (b.default !== null) expect(cppInt(r.def), r.file).toBe(b.default);
+    }
+  });
+
+  it('C++ reads each bounded number row with the same default and range (finite_in)', () => {
+    const floats = new Map<string, { file: string; def: number; lo: number; hi: number }>();
+    for (const file of cppFiles(SRC)) {
+      for (const m of readFileSync(file, 'utf8').matchAll(/\bfinite_in\(\s*\w+\s*,\s*\w+\s*,\s*"(\w+)"\s*,([^,]+),([^,]+),([^)]+)\)/g)) {
+        floats.set(m[1]!, { file: file.slice(NATIVE.length + 1), def: Number(m[2]), lo: Number(m[3]), hi: Number(m[4]) });
+      }
+    }
+    expect([...floats.keys()]).toEqual(expect.arrayContaining(['minP', 'repeatPenalty', 'presencePenalty', 'frequencyPenalty']));
+    const rows = OPTION_TABLE as readonly OptionRow[];
+    for (const [key, read] of floats) {
+      const row = rows.find((r) => r.native && r.native.params === 'generate' && leafKey(r.native.key) === key && r.value.type === 'number');
+      if (!row) continue; // not an option (logitBias entries)
+      const spec = row.value as { min?: number; max?: number };
+      expect({ def: read.def, lo: read.lo, hi: read.hi }, `${key} in ${read.file}`).toEqual({ def: row.default, lo: spec.min, hi: spec.max });
     }
   });
 

@@ -94,9 +94,9 @@ describe('the option table', () => {
   it("enforces the sampling rows' ranges as llama.cpp does", () => {
     expect(thrown(() => resolveGenerateOptions({ repeatLastN: -2 })).message).toBe('repeatLastN must be an integer from -1 to 16777216, got -2');
     expect(resolveGenerateOptions({ repeatLastN: -1 }).repeatLastN).toBe(-1);
-    expect(thrown(() => resolveGenerateOptions({ repeatPenalty: 0 })).message).toBe('repeatPenalty must be a number > 0, got 0');
+    expect(thrown(() => resolveGenerateOptions({ repeatPenalty: 0 })).message).toBe('repeatPenalty must be a number in [0.000001, 1000000], got 0');
     expect(thrown(() => resolveGenerateOptions({ minP: 1.5 })).message).toBe('minP must be a number in [0, 1], got 1.5');
-    expect(thrown(() => resolveGenerateOptions({ presencePenalty: Number.NaN })).message).toBe('presencePenalty must be a finite number, got NaN');
+    expect(thrown(() => resolveGenerateOptions({ presencePenalty: Number.NaN })).message).toBe('presencePenalty must be a number in [-1000000, 1000000], got NaN');
     expect(resolveGenerateOptions({ presencePenalty: -1.5, frequencyPenalty: 2 })).toMatchObject({ presencePenalty: -1.5, frequencyPenalty: 2 });
   });
 

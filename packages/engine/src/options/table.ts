@@ -61,6 +61,8 @@ export interface OptionRow {
 const MiB_MAX = 2 ** 24; // 16 TiB in MiB: what C++ accepts for a cache size
 const int = (min: number, max?: number) => ({ type: 'int', min, ...(max === undefined ? {} : { max }) }) as const;
 const bool = { type: 'bool' } as const;
+/** An additive penalty: llama.cpp takes any finite number; C++ bounds it where it stays meaningful. */
+const PENALTY = { type: 'number', min: -1e6, max: 1e6 } as const;
 
 export const OPTION_TABLE = [
   // ---- context: loadModel and createSession ---------------------------------------------------
@@ -190,7 +192,7 @@ export const OPTION_TABLE = [
   },
   {
     key: 'repeatPenalty', group: 'generate', flag: '--repeat-penalty', arg: 'N', native: { params: 'generate', key: 'sampling.repeatPenalty' },
-    value: { type: 'number', min: 0, minExclusive: true }, default: 1, defaultText: '1',
+    value: { type: 'number', min: 1e-6, max: 1e6 }, default: 1, defaultText: '1',
     help: 'penalize tokens repeated within the last --repeat-last-n (prompt included); 1 = off',
   },
   // llama.cpp's sampler reads -1 as the whole context (llama-server's repeat_last_n).
@@ -201,12 +203,12 @@ export const OPTION_TABLE = [
   },
   {
     key: 'presencePenalty', group: 'generate', flag: '--presence-penalty', arg: 'N', native: { params: 'generate', key: 'sampling.presencePenalty' },
-    value: { type: 'number' }, default: 0, defaultText: '0',
+    value: PENALTY, default: 0, defaultText: '0',
     help: 'subtract N from the logit of every token already seen (OpenAI presence_penalty); 0 = off',
   },
   {
     key: 'frequencyPenalty', group: 'generate', flag: '--frequency-penalty', arg: 'N', native: { params: 'generate', key: 'sampling.frequencyPenalty' },
-    value: { type: 'number' }, default: 0, defaultText: '0',
+    value: PENALTY, default: 0, defaultText: '0',
     help: 'subtract N times its count from the logit of every token already seen (OpenAI frequency_penalty); 0 = off',
   },
   {
