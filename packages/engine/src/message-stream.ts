@@ -93,8 +93,9 @@ export class MessageStream {
   }
 
   /**
-   * The final parse; a text that does not parse as the format (cut mid tool call by maxTokens)
-   * is read as streaming reads it, and a text not even that reads is all content.
+   * The final parse. A text that does not parse as the format is read as streaming reads it (a
+   * text cut mid-way by maxTokens: its reasoning, its calls so far); one that streaming cannot
+   * read either (no trace of the format) is kept whole, as content: no text is dropped.
    */
   private parseFinal(): NativeParsedMessage {
     if (this.finalParse?.text === this.text) return this.finalParse.message;
@@ -102,7 +103,9 @@ export class MessageStream {
     try {
       message = this.parser!.parse(this.text, false);
     } catch {
-      message = this.parsePartial() ?? { content: this.text, reasoningContent: '', toolCalls: [] };
+      const partial = this.parsePartial();
+      const empty = !partial || (partial.content === '' && partial.reasoningContent === '' && partial.toolCalls.length === 0);
+      message = empty ? { content: this.text, reasoningContent: '', toolCalls: [] } : partial;
     }
     this.finalParse = { text: this.text, message };
     return message;

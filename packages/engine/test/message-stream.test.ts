@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { MessageStream, newToolCallId, type ChatParser } from '../src/message-stream.js';
 import type { MessageDelta } from '../src/messages.js';
 import { StopMatcher } from '../src/stop.js';
+import { accumulate, asAccumulated } from './deltas.js';
 import { toyParse } from './fake-chat.js';
 
 const toy: ChatParser = { parse: toyParse };
@@ -18,22 +19,6 @@ function run(stream: MessageStream, texts: string[], lastIsLast = true): { delta
     if (r.stopped) stoppedAt = i;
   });
   return { deltas, stoppedAt, end: stream.finish('') };
-}
-
-/** The deltas concatenated, as a client accumulates them. */
-function accumulate(deltas: MessageDelta[]): { content: string; reasoning: string; calls: Array<{ id?: string; name?: string; arguments: string }> } {
-  const out = { content: '', reasoning: '', calls: [] as Array<{ id?: string; name?: string; arguments: string }> };
-  for (const d of deltas) {
-    out.content += d.content ?? '';
-    out.reasoning += d.reasoningContent ?? '';
-    for (const c of d.toolCalls ?? []) {
-      const call = (out.calls[c.index] ??= { arguments: '' });
-      if (c.id !== undefined) call.id = c.id;
-      if (c.function.name !== undefined) call.name = c.function.name;
-      call.arguments += c.function.arguments ?? '';
-    }
-  }
-  return out;
 }
 
 describe('StopMatcher', () => {
@@ -73,11 +58,7 @@ describe('MessageStream, a chat format', () => {
     expect(end.text).toBe(texts.join(''));
     expect(end.message).toMatchObject({ content: 'Hello', reasoningContent: 'hmm' });
     expect(end.message.toolCalls.map((c) => c.function)).toEqual([{ name: 'get_w', arguments: '{"a":1}' }, { name: 'f2', arguments: '{}' }]);
-    expect(sum).toEqual({
-      content: end.message.content,
-      reasoning: end.message.reasoningContent,
-      calls: end.message.toolCalls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })),
-    });
+    expect(sum).toEqual(asAccumulated(end.message));
     // A call is announced once, with its whole name, when its arguments begin.
     const headers = deltas.flatMap((d) => d.toolCalls ?? []).filter((c) => c.function.name !== undefined);
     expect(headers).toEqual([
@@ -121,6 +102,11 @@ describe('MessageStream, a chat format', () => {
     const broken = new MessageStream([], { parse: () => { throw new Error('no'); } });
     broken.push('raw', false);
     expect(broken.finish('').message).toEqual({ role: 'assistant', content: 'raw', reasoningContent: null, toolCalls: [] });
+    // Streaming reads nothing of a text without the format's markers: it is kept as content, sent at the last token.
+    const unread: ChatParser = { parse: (t, partial) => { if (!partial) throw new Error('unparsed'); return { content: '', reasoningContent: '', toolCalls: [] }; } };
+    const { deltas, end } = run(new MessageStream([], unread), ['free ', 'text']);
+    expect(deltas).toEqual([{}, { content: 'free text' }]);
+    expect(end.message.content).toBe('free text');
   });
 
   it('makes call ids of 24 random alphanumerics', () => {
