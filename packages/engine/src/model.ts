@@ -38,7 +38,7 @@ export interface TokenizeOptions {
   parseSpecial?: boolean;
 }
 
-export interface Model extends AsyncDisposable {
+export interface Model {
   readonly info: ModelInfo;
   /** The model's tokens of `text` (its vocabulary ids), as a raw prompt is tokenized by default. Throws 'E_CLOSED'. */
   tokenize(text: string, options?: TokenizeOptions): number[];

@@ -8,7 +8,7 @@ import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOpti
 import { nativeGenerateParams } from './options/native.js';
 import { checkRequest, contextFull, dropOldestTurn, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
 
-export interface Session extends AsyncDisposable {
+export interface Session {
   /**
    * Generates from a raw prompt (tokenized with special-token parsing and the model's BOS, like
    * `llama-completion -no-cnv -p`) or from chat messages (formatted with the GGUF's own template,
