@@ -95,6 +95,8 @@ export interface NativeSampling {
   /** OpenAI-style additive penalties; 0 = off. */
   presencePenalty?: number;
   frequencyPenalty?: number;
+  /** Added to the logits of these tokens before sampling (OpenAI's logit_bias; finite, within ±1e6). */
+  logitBias?: { token: number; bias: number }[];
 }
 
 /** One lazy-grammar trigger, as llama.cpp's common_grammar_trigger. */

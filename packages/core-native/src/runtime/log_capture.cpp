@@ -2,6 +2,7 @@
 
 #include "ggml.h"
 #include "llama.h"
+#include "log.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -62,6 +63,9 @@ void log_capture_install() {
     const char * env = std::getenv("BMOE_LLAMA_LOG");
     g_forward = env && *env && *env != '0';
     llama_log_set(on_log, nullptr);
+    // llama.cpp's common library logs on its own (chat parsing, samplers: "unparsed output", ...);
+    // its errors reach callers as exceptions, so the log stays quiet unless forwarding is on.
+    if (!g_forward) common_log_pause(common_log_main());
 }
 
 void log_capture_reset() {
