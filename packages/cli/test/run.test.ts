@@ -124,4 +124,38 @@ describe.runIf(nativeAvailable)('bmoe run (native)', () => {
     expect(k2).toBe(expected);
     expect(k2).not.toBe(await textOf([]));
   });
+
+  const SCHEMA = { type: 'object', properties: { answer: { enum: ['yes', 'no'] }, n: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['answer', 'n'], additionalProperties: false };
+  const doneText = (stdout: string): string | undefined =>
+    lines(stdout).map((l) => JSON.parse(l) as { type: string; text?: string }).find((e) => e.type === 'done')?.text;
+
+  it('--grammar and --json-schema constrain the output; bad values are one usage line, exit 2', async () => {
+    const g = await runCli(['run', model, '-p', PROMPT, '-n', '8', '-t', '2', '--json', '--grammar', 'root ::= "yes" | "no"']);
+    expect(g.code).toBe(0);
+    expect(['yes', 'no']).toContain(doneText(g.stdout));
+    for (const seed of ['1', '2', '3']) {
+      const j = await runCli(['run', model, '-p', PROMPT, '-n', '64', '-t', '2', '--temp', '0.9', '--seed', seed, '--json', '-j', JSON.stringify(SCHEMA)]);
+      expect(j.code).toBe(0);
+      const v = JSON.parse(doneText(j.stdout) ?? '') as { answer: string; n: number };
+      expect(Object.keys(v).sort()).toEqual(['answer', 'n']);
+      expect(['yes', 'no']).toContain(v.answer);
+      expect(Number.isInteger(v.n) && v.n >= 0 && v.n <= 9).toBe(true);
+    }
+    const missing = await runCli(['run', model, '-p', PROMPT, '--grammar-file', join(dir, 'none.gbnf')]);
+    expect(missing.code).toBe(2);
+    expect(lines(missing.stderr)).toHaveLength(1);
+    expect(missing.stderr).toContain('none.gbnf (ENOENT)');
+    const both = await runCli(['run', model, '-p', PROMPT, '-j', '{"type":"object"}', '--grammar', 'root ::= "a"']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/cannot be used with/);
+  });
+
+  it.runIf(llamaCompletion)('sampled --json-schema output equals llama-completion -j with the same sampler and seed', async () => {
+    const sampler = ['--temp', '0.9', '--top-k', '40', '--top-p', '0.95', '--min-p', '0', '--seed', '5'];
+    const expected = await runLlamaCompletion({ model, prompt: PROMPT, nPredict: 48, threads: 2, extraArgs: [...sampler, '-j', JSON.stringify(SCHEMA)] });
+    const r = await runCli(['run', model, '-p', PROMPT, '-n', '48', '-t', '2', '--json', ...sampler, '-j', JSON.stringify(SCHEMA)]);
+    expect(r.code).toBe(0);
+    expect(expected.length).toBeGreaterThan(0);
+    expect(doneText(r.stdout)).toBe(expected);
+  });
 });

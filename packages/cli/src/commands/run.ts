@@ -2,6 +2,7 @@
 // --top-k, --top-p, --seed, --min-p, the penalties, --context-shift) plus the spec's streaming flags, mapped onto @bmoe/engine options.
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
+import { addConstraintOptions, constraintOptions, type ConstraintFlags } from '../constraint-flags.js';
 import {
   addContextOptions,
   addGenerateOptions,
@@ -14,7 +15,7 @@ import {
   type ModelFlags,
 } from '../model-options.js';
 
-interface RunFlags extends ModelFlags {
+interface RunFlags extends ModelFlags, ConstraintFlags {
   prompt: string;
   chat?: boolean;
   chatml?: boolean;
@@ -32,7 +33,8 @@ export function runCommand(program: Command): Command {
     .addOption(cliOption('-p, --prompt <text>', 'prompt text', 'required').makeOptionMandatory())
     .addOption(tableOption('maxTokens'));
   addContextOptions(run).addOption(cliOption('--chat', "format the prompt as one user message with the GGUF's chat template", 'raw prompt'));
-  addGenerateOptions(run, ['chatml', 'think', 'temperature', 'topK', 'topP', 'seed', ...PENALTY_KEYS, 'contextShift'])
+  addGenerateOptions(run, ['chatml', 'think', 'temperature', 'topK', 'topP', 'seed', ...PENALTY_KEYS, 'contextShift']);
+  addConstraintOptions(run)
     .addOption(cliOption('--csv <file>', 'write one row of per-token metrics per token to this CSV file'))
     .addOption(cliOption('--json', 'print one JSON event per line instead of plain text'));
   return addStreamingOptions(run);
@@ -50,7 +52,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
       // --chatml and --no-think imply --chat.
       chat: Boolean(flags.chat || flags.chatml || !flags.think),
       load: settings.load,
-      generate: generateOptions(this, flags),
+      generate: { ...generateOptions(this, flags), ...constraintOptions(flags) },
       csv: flags.csv,
       json: Boolean(flags.json),
     });
