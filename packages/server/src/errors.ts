@@ -61,17 +61,33 @@ export function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
   return reply.code(err.status).send(err.body() satisfies ApiErrorBody);
 }
 
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+/** The message of anything thrown, on one line. */
+const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ').trim();
+
+/**
+ * An engine refusal as a 400 naming the request field it is about: the option its message starts
+ * with (jsonSchema, toolChoice, tools, grammar, stop), else the input (messages / prompt).
+ */
+function refusal(err: BmoeError, inputParam: string, code: string): ApiError {
+  const option = /^(jsonSchema|toolChoice|tools|grammar|stop)\b:?\s*/.exec(err.message);
+  const names: Record<string, string> = { jsonSchema: 'response_format', toolChoice: 'tool_choice', tools: 'tools', grammar: 'grammar', stop: 'stop' };
+  const param = option?.[1] ? (names[option[1]] ?? inputParam) : inputParam;
+  // The engine's option name becomes the request's field name.
+  const message = option ? `invalid '${param}': ${err.message.slice(option[0].length)}` : err.message;
+  return badRequest(message, param, code);
+}
 
 /**
  * A generation that failed before or while it ran → the answer. The engine's refusals of the
- * request (prompt longer than the context, empty) are the client's (400 naming the input field);
- * a model file changed on disk is 503; anything else is ours (500).
+ * request (prompt longer than the context, empty, a schema or grammar it cannot use) are the
+ * client's (400 naming the field); a model file changed on disk is 503; anything else is ours (500).
  */
 export function engineError(err: unknown, inputParam: string, stage: 'start' | 'run'): ApiError {
+  if (err instanceof BmoeError && err.code === 'E_CONTEXT_FULL') return badRequest(err.message, inputParam, 'context_length_exceeded');
+  if (err instanceof BmoeError && err.code === 'E_UNSUPPORTED') return refusal(err, inputParam, 'unsupported_parameter');
   if (err instanceof BmoeError && err.code === 'E_OPTION') {
-    const tooLong = /context holds/.test(err.message);
-    return badRequest(err.message, inputParam, tooLong ? 'context_length_exceeded' : 'invalid_value');
+    if (/context holds/.test(err.message)) return badRequest(err.message, inputParam, 'context_length_exceeded');
+    return refusal(err, inputParam, 'invalid_value');
   }
   if (err instanceof BmoeError && err.code === 'E_MODEL_CHANGED') {
     return new ApiError(503, 'server_error', `the model file changed on disk: ${err.message}; restart the server to load it again`, 'model_changed');

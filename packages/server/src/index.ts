@@ -15,12 +15,18 @@ export { LOOPBACK_HOSTS, createRequestGuard, type GuardOptions, type RequestGuar
 export { ApiError, bodyTooLarge, type ApiErrorBody, type ApiErrorType } from './errors.js';
 export { NATIVE_MAX_COUNT, limitsFor, type RequestLimits } from './limits.js';
 export type { RequestOutcome } from './metrics.js';
+// The request fields accepted without effect, and those refused unless at their off value.
+export { IGNORED_FIELDS, UNSUPPORTED_FIELDS } from './schemas.js';
 export type {
   BmoeResult,
   BmoeStatus,
   BmoeTokenChunk,
+  ChatAnswerMessage,
   ChatCompletion,
   ChatCompletionChunk,
+  ChatDelta,
+  ChatToolCall,
+  ChatToolCallDelta,
   Completion,
   FinishReason,
   HealthStatus,

@@ -30,8 +30,19 @@ export interface ServerOptions {
   maxMessages?: number;
   /** Characters of prompt text one request may hold (400 beyond). Default: 16 × context size (65536 at 4096), as no more can fit. */
   maxPromptChars?: number;
-  /** The model name clients send (`model` in requests, `/v1/models`). Default: the file name without `.gguf`. */
+  /**
+   * The model's name: first in `/v1/models` and the `model` of every answer. Default: the file
+   * name without `.gguf`. Requests may name any model: the one loaded model serves them all.
+   */
   modelId?: string;
+  /** More names `/v1/models` lists for the model (llama-server's --alias). Default: none. */
+  aliases?: string[];
+  /**
+   * Web origins (`https://app.example`, `http://localhost:5173`) whose pages may call the server
+   * from a browser: their requests get CORS headers and their preflight (OPTIONS) is answered;
+   * '*' = any origin. Default: none (no CORS headers at all; browsers keep other sites' pages out).
+   */
+  cors?: string[];
   /** fastify's logger option (true, or pino options). Default false (silent). */
   logger?: FastifyServerOptions['logger'];
   /** On close(), how long a running generation may finish before it is aborted, in ms. Default 5000. */
@@ -51,6 +62,9 @@ export interface ResolvedServerOptions {
   maxMessages: number | null;
   maxPromptChars: number | null;
   modelId: string;
+  aliases: string[];
+  /** Normalized origins ('*' = any); empty = CORS off. */
+  cors: string[];
   logger: FastifyServerOptions['logger'];
   shutdownGraceMs: number;
 }
@@ -62,6 +76,22 @@ export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5000;
 
 const NONNEG_INT = 'must be a non-negative integer';
+const ORIGIN = "must be origins like 'https://app.example' or 'http://localhost:5173' (scheme, host, port; no path), or '*'";
+
+/** `HTTP://Localhost:5173/` → `http://localhost:5173` (as browsers send Origin); '*' as is; null when not an origin. */
+export function normalizeOrigin(s: string): string | null {
+  const v = s.trim();
+  if (v === '*') return v;
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  if (url.username || url.password || url.search || url.hash || url.pathname !== '/') return null;
+  return url.origin;
+}
 const POS_INT = 'must be a positive integer';
 const schema = z.object({
   model: z.string('must be a path to a GGUF file').min(1, 'must be a path to a GGUF file'),
@@ -75,6 +105,8 @@ const schema = z.object({
   maxMessages: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
   maxPromptChars: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
   modelId: z.string('must be a non-empty string').min(1, 'must be a non-empty string').optional(),
+  aliases: z.array(z.string('must be non-empty names').min(1, 'must be non-empty names'), 'must be an array of names').optional(),
+  cors: z.array(z.string(ORIGIN).refine((s) => normalizeOrigin(s) !== null, ORIGIN), 'must be an array of origins').optional(),
   logger: z.unknown().optional(),
   shutdownGraceMs: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).optional(),
 });
@@ -101,6 +133,8 @@ export function resolveServerOptions(input: ServerOptions): ResolvedServerOption
     maxMessages: o.maxMessages ?? null,
     maxPromptChars: o.maxPromptChars ?? null,
     modelId: o.modelId ?? defaultModelId(o.model),
+    aliases: [...new Set(o.aliases ?? [])],
+    cors: [...new Set((o.cors ?? []).map((c) => normalizeOrigin(c) ?? c))],
     logger: input.logger ?? false,
     shutdownGraceMs: o.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
   };

@@ -1,48 +1,93 @@
 // A checked request body → what to generate. Every bound a request can hit is checked here or in
 // its schema, once, before it waits for the model: each refusal is a 400 naming the field.
 import { randomBytes } from 'node:crypto';
-import type { ChatMessage, GenerateOptions } from '@bmoe/engine';
+import type { ChatMessage, GenerateOptions, ToolChoice } from '@bmoe/engine';
 import type { ServerCore } from './core.js';
-import { ApiError } from './errors.js';
+import type { MessageBody } from './fields.js';
 import { NATIVE_MAX_COUNT, checkPrompt } from './limits.js';
 import type { GenerationSpec } from './respond.js';
 import type { ChatCompletionBody, CompletionBody } from './schemas.js';
-
-/** 404 for a model name this server does not serve (no name = the one it serves). */
-export function checkModelName(core: ServerCore, name: string | undefined, param: string): void {
-  if (name === undefined || name === core.opts.modelId) return;
-  throw new ApiError(404, 'invalid_request_error', `the model '${name}' does not exist; this server serves '${core.opts.modelId}'`, 'model_not_found', param);
-}
 
 function checkInput(core: ServerCore, texts: readonly string[], param: 'messages' | 'prompt'): void {
   const refused = checkPrompt(texts, param, core.limits, core.contextSize());
   if (refused) throw refused;
 }
 
-export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpec {
-  checkModelName(core, b.model, 'model');
-  const messages: ChatMessage[] = b.messages.map((m) => ({
+const textOf = (content: MessageBody['content']): string | null =>
+  content === undefined || content === null ? null : typeof content === 'string' ? content : content.map((p) => p.text).join('\n');
+
+/** An OpenAI message → the engine's: tool calls and results as they are, text parts joined. */
+export function toChatMessage(m: MessageBody): ChatMessage {
+  const out: ChatMessage = {
     // Templates know system/user/assistant/tool; OpenAI's newer 'developer' is the system role.
     role: m.role === 'developer' ? 'system' : m.role,
-    content: typeof m.content === 'string' ? m.content : (m.content ?? []).map((p) => p.text).join('\n'),
-  }));
-  checkInput(
-    core,
-    messages.map((m) => m.content),
-    'messages',
-  );
+    content: textOf(m.content) ?? (m.role === 'assistant' ? null : ''),
+  };
+  if (m.name) out.name = m.name;
+  if (m.reasoning_content) out.reasoningContent = m.reasoning_content;
+  if (m.tool_call_id) out.toolCallId = m.tool_call_id;
+  if (m.tool_calls?.length) {
+    out.toolCalls = m.tool_calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.function.name, arguments: c.function.arguments } }));
+  }
+  return out;
+}
+
+/** The text a message puts in the prompt, for the prompt-size bound. */
+function promptText(m: ChatMessage): string {
+  let s = m.content ?? '';
+  if (m.reasoningContent) s += m.reasoningContent;
+  for (const c of m.toolCalls ?? []) s += c.function.name + c.function.arguments;
+  return s;
+}
+
+export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpec {
+  const messages = b.messages.map(toChatMessage);
+  const texts = messages.map(promptText);
+  // Tool definitions are written into the prompt too.
+  if (b.tools?.length) texts.push(JSON.stringify(b.tools));
+  checkInput(core, texts, 'messages');
+  const generate = generateOptions(core, b, b.max_completion_tokens ?? b.max_tokens ?? null);
+  Object.assign(generate, chatOptions(b));
   return {
     endpoint: '/v1/chat/completions',
     input: messages,
-    generate: generateOptions(core, b, b.max_completion_tokens ?? b.max_tokens ?? null),
-    stop: stopList(b.stop),
+    generate,
     stream: b.stream === true,
     inputParam: 'messages',
   };
 }
 
+/** The chat-only fields: output format, tools, reasoning switch. */
+function chatOptions(b: ChatCompletionBody): Partial<GenerateOptions> {
+  const out: Partial<GenerateOptions> = {};
+  const format = b.response_format;
+  if (format?.type === 'json_object') out.jsonSchema = { type: 'object' };
+  // As llama-server: a json_schema format without a schema asks for any JSON value.
+  else if (format?.type === 'json_schema') out.jsonSchema = format.json_schema.schema ?? {};
+  if (b.tools?.length) {
+    out.tools = b.tools.map((t) => ({
+      type: 'function' as const,
+      function: {
+        name: t.function.name,
+        ...(t.function.description ? { description: t.function.description } : {}),
+        ...(t.function.parameters ? { parameters: t.function.parameters } : {}),
+      },
+    }));
+    if (b.tool_choice) out.toolChoice = toolChoiceOf(b.tool_choice);
+    if (b.parallel_tool_calls !== undefined && b.parallel_tool_calls !== null) out.parallelToolCalls = b.parallel_tool_calls;
+  }
+  // reasoning_effort 'none' and chat_template_kwargs.enable_thinking false turn reasoning off, as in llama-server.
+  const kwarg = b.chat_template_kwargs?.enable_thinking;
+  if (kwarg !== undefined && kwarg !== null) out.think = kwarg;
+  if (b.reasoning_effort === 'none') out.think = false;
+  return out;
+}
+
+function toolChoiceOf(choice: NonNullable<ChatCompletionBody['tool_choice']>): ToolChoice {
+  return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.function.name } };
+}
+
 export function completionSpec(core: ServerCore, b: CompletionBody): GenerationSpec {
-  checkModelName(core, b.model, 'model');
   const prompt = typeof b.prompt === 'string' ? b.prompt : (b.prompt[0] ?? '');
   checkInput(core, [prompt], 'prompt');
   return {
@@ -50,16 +95,19 @@ export function completionSpec(core: ServerCore, b: CompletionBody): GenerationS
     input: prompt,
     // OpenAI's legacy completions default to 16 tokens.
     generate: generateOptions(core, b, b.max_tokens ?? 16),
-    stop: stopList(b.stop),
     stream: b.stream === true,
     inputParam: 'prompt',
   };
 }
 
+/** `x ?? undefined` for the nullable request fields: null means "not set". */
+const given = <T>(v: T | null | undefined): v is T => v !== undefined && v !== null;
+
 /**
  * Request fields → engine options. Defaults: until end of generation or a full context
- * (max tokens), temperature 1 (OpenAI's), the engine's top-k/top-p; without `seed`, a sampled
- * (temperature > 0) request gets a random seed so asking twice gives two answers.
+ * (max tokens), temperature 1 (OpenAI's), the engine's top-k/top-p/min-p and penalties (off);
+ * without `seed`, a sampled (temperature > 0) request gets a random seed so asking twice gives
+ * two answers.
  */
 function generateOptions(core: ServerCore, b: ChatCompletionBody | CompletionBody, maxTokens: number | null): Omit<GenerateOptions, 'signal'> {
   const temperature = b.temperature ?? 1;
@@ -67,14 +115,18 @@ function generateOptions(core: ServerCore, b: ChatCompletionBody | CompletionBod
     maxTokens: maxTokens ?? Math.min(core.contextSize(), NATIVE_MAX_COUNT),
     temperature,
   };
-  if (b.top_p !== undefined && b.top_p !== null) out.topP = b.top_p;
-  if (b.top_k !== undefined && b.top_k !== null) out.topK = b.top_k;
-  if (b.seed !== undefined && b.seed !== null) out.seed = b.seed;
+  if (given(b.top_p)) out.topP = b.top_p;
+  if (given(b.top_k)) out.topK = b.top_k;
+  if (given(b.min_p)) out.minP = b.min_p;
+  if (given(b.presence_penalty)) out.presencePenalty = b.presence_penalty;
+  if (given(b.frequency_penalty)) out.frequencyPenalty = b.frequency_penalty;
+  if (given(b.repeat_penalty)) out.repeatPenalty = b.repeat_penalty;
+  if (given(b.repeat_last_n)) out.repeatLastN = b.repeat_last_n;
+  if (given(b.grammar)) out.grammar = b.grammar;
+  // An empty stop string would end every answer before it starts: it stops nothing, as with OpenAI.
+  const stops = (typeof b.stop === 'string' ? [b.stop] : (b.stop ?? [])).filter((s) => s !== '');
+  if (stops.length > 0) out.stop = stops;
+  if (given(b.seed)) out.seed = b.seed;
   else if (temperature > 0) out.seed = randomBytes(4).readUInt32LE(0);
   return out;
-}
-
-function stopList(stop: string | string[] | null | undefined): string[] {
-  if (stop === undefined || stop === null) return [];
-  return typeof stop === 'string' ? [stop] : stop;
 }

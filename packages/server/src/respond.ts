@@ -1,13 +1,15 @@
-// One generation → one answer: tokens become SSE chunks as they come (or are gathered into one
-// JSON body), stop sequences cut the text, every token moves /metrics, and the end becomes the
-// final chunk or body with `usage` and the `bmoe` result — or the error the client is owed.
-import type { ChatMessage, GenerateOptions, Generation, GenerationResult, ResolvedStreamOptions, Session, TokenMetrics } from '@bmoe/engine';
+// One generation → one answer: what each token adds to the parsed answer (content, reasoning,
+// tool-call pieces) becomes an SSE chunk as it comes (or the finished answer one JSON body),
+// every token moves /metrics, and the end becomes the final chunk or body with the finish reason,
+// `usage` and the `bmoe` result — or the error the client is owed. Stop strings, reasoning and
+// tool calls are the engine's (llama.cpp's chat parser): this file only shapes them.
+import type { ChatMessage, GenerateOptions, Generation, GenerationResult, MessageDelta, ResolvedStreamOptions, Session, TokenMetrics } from '@bmoe/engine';
 import type { FastifyReply } from 'fastify';
 import { engineError, shuttingDown, type ApiError } from './errors.js';
 import type { Endpoint, ServerMetrics } from './metrics.js';
+import { SentAnswer } from './sent.js';
 import { ResponseShapes, bmoeResult, usageOf } from './shapes.js';
 import { createSse, type Sse } from './sse.js';
-import { StopMatcher } from './stop.js';
 import type { FinishReason } from './types.js';
 
 /** What a generation request asks for, once its body is read and checked. */
@@ -15,7 +17,6 @@ export interface GenerationSpec {
   endpoint: Endpoint;
   input: string | ChatMessage[];
   generate: Omit<GenerateOptions, 'signal'>;
-  stop: string[];
   stream: boolean;
   /** The parameter named when the engine refuses the prompt (too long, empty). */
   inputParam: 'messages' | 'prompt';
@@ -23,6 +24,7 @@ export interface GenerationSpec {
 
 export interface RespondContext {
   metrics: ServerMetrics;
+  /** The name answers carry in `model`. */
   modelId: string;
   /** Expert streaming in effect (which end-of-run lines there are), or null. */
   stream: ResolvedStreamOptions | null;
@@ -40,10 +42,7 @@ const SSE_OPEN_AFTER_MS = 1000;
 
 /** What the generation gave, read to its end. */
 interface Outcome {
-  text: string;
-  /** The held-back tail of a possible stop sequence that never completed ('' after a stop). */
-  tail: string;
-  stoppedOnSequence: boolean;
+  sent: SentAnswer;
   firstTokenMs: number | null;
   lastTokenMs: number;
   result: GenerationResult | null;
@@ -59,7 +58,7 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
   }
   const shapes = new ResponseShapes(spec.endpoint, ctx.modelId);
   const sse = spec.stream ? createSse(reply, { preamble: shapes.roleChunk(), openAfterMs: SSE_OPEN_AFTER_MS }) : null;
-  const out = await readGeneration(gen, spec, ctx, (text, token) => sse?.send(shapes.chunk(text, { token })));
+  const out = await readGeneration(gen, spec, ctx, (delta, token) => sse?.send(shapes.chunk(delta, { token })));
   const totalSeconds = (performance.now() - ctx.t0) / 1000;
 
   if (ctx.isDisconnected()) {
@@ -85,10 +84,9 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
   return answer(reply, sse, shapes, out, out.result, ctx);
 }
 
-/** Iterates the tokens (each one through `onToken`, cut at a stop sequence), then awaits the result. */
-async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: RespondContext, onToken: (text: string, token: TokenMetrics) => void): Promise<Outcome> {
-  const stopper = new StopMatcher(spec.stop);
-  const out: Outcome = { text: '', tail: '', stoppedOnSequence: false, firstTokenMs: null, lastTokenMs: 0, result: null, failure: null };
+/** Iterates the tokens (each one's delta through `onToken`), then awaits the result. */
+async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: RespondContext, onToken: (delta: MessageDelta, token: TokenMetrics) => void): Promise<Outcome> {
+  const out: Outcome = { sent: new SentAnswer(), firstTokenMs: null, lastTokenMs: 0, result: null, failure: null };
   try {
     for await (const ev of gen) {
       const now = performance.now() - ctx.t0;
@@ -98,13 +96,9 @@ async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: Respon
       }
       out.lastTokenMs = now;
       ctx.metrics.token(ev.metrics);
-      const piece = stopper.push(ev.text);
-      out.text += piece.text;
-      onToken(piece.text, ev.metrics);
-      if (piece.stopped) {
-        out.stoppedOnSequence = true;
-        break; // leaving the loop aborts the generation within a token
-      }
+      out.sent.add(ev.delta);
+      // Every token has its chunk (its metrics), even one whose text the engine holds back.
+      onToken(ev.delta, ev.metrics);
     }
   } catch (err) {
     out.failure = err;
@@ -115,29 +109,34 @@ async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: Respon
     out.failure ??= err;
   }
   if (out.result) ctx.metrics.prompt(out.result);
-  out.tail = out.stoppedOnSequence ? '' : stopper.flush();
-  out.text += out.tail;
   return out;
 }
 
 /** The error the client gets for a generation that failed or was stopped by shutdown; null when it ended well. */
 function failureOf(out: Outcome, spec: GenerationSpec): ApiError | null {
   if (out.failure !== null) return engineError(out.failure, spec.inputParam, 'run');
-  if (out.result?.stopReason === 'abort' && !out.stoppedOnSequence) return shuttingDown('the server is shutting down; the generation was stopped');
+  if (out.result?.stopReason === 'abort') return shuttingDown('the server is shutting down; the generation was stopped');
   return null;
+}
+
+/** OpenAI's finish reason: the model ended (or a stop string matched) → 'stop', or 'tool_calls' when it called tools; else 'length'. */
+export function finishReason(result: GenerationResult): FinishReason {
+  if (result.stopReason !== 'eog' && result.stopReason !== 'stop') return 'length';
+  return result.message.toolCalls.length > 0 ? 'tool_calls' : 'stop';
 }
 
 /** The final SSE chunk and [DONE], or the whole JSON body. */
 function answer(reply: FastifyReply, sse: Sse | null, shapes: ResponseShapes, out: Outcome, result: GenerationResult, ctx: RespondContext): unknown {
-  const finish: FinishReason = out.stoppedOnSequence || result.stopReason === 'eog' ? 'stop' : 'length';
+  const finish = finishReason(result);
   const usage = usageOf(result);
   const timings = { queueMs: ctx.queueMs, ttftMs: out.firstTokenMs ?? out.lastTokenMs, totalMs: out.lastTokenMs };
-  const bmoe = bmoeResult(result, ctx.stream, out.stoppedOnSequence ? 'stop' : result.stopReason, timings);
+  const bmoe = bmoeResult(result, ctx.stream, result.stopReason, timings);
   if (sse) {
-    sse.send(shapes.chunk(out.tail === '' ? null : out.tail, bmoe, finish, usage));
+    // Whatever the finished answer holds beyond the deltas sent (text held back to the end).
+    sse.send(shapes.chunk(out.sent.rest(result.message), bmoe, finish, usage));
     sse.send('[DONE]');
     sse.end();
     return undefined;
   }
-  return reply.send(shapes.body(out.text, finish, usage, bmoe));
+  return reply.send(shapes.body(result, finish, usage, bmoe));
 }

@@ -1,19 +1,25 @@
-// The HTTP surface: the Host check on every request, /health (status only, no key), /metrics and
-// /v1 behind the optional key, OpenAI-style errors under /v1, and the generation endpoints.
+// The HTTP surface: the Host check on every request (registerHostCheck, before CORS), /health
+// (status only, no key), /metrics and /v1 behind the optional key, OpenAI-style errors under /v1,
+// and the generation endpoints.
 import type { FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
 import { ApiError, sendApiError, toApiError } from './errors.js';
-import { chatSpec, checkModelName, completionSpec } from './request.js';
+import { chatSpec, completionSpec } from './request.js';
 import { chatCompletionBody, completionBody, type ChatCompletionBody, type CompletionBody } from './schemas.js';
 import { serveGeneration } from './serve.js';
 
-export function registerRoutes(app: FastifyInstance, core: ServerCore): void {
-  // Every route, the ones a caller adds to `app` included: a foreign Host is a page the browser
-  // was pointed at us by DNS rebinding.
+/**
+ * The Host check, on every route (the ones a caller adds to `app` and CORS preflights included):
+ * a foreign Host is a page the browser was pointed at us by DNS rebinding. Registered first.
+ */
+export function registerHostCheck(app: FastifyInstance, core: ServerCore): void {
   app.addHook('onRequest', async (req, reply) => {
     const denied = core.guard.checkHost(req.headers.host);
     if (denied) return sendApiError(reply, denied);
   });
+}
+
+export function registerRoutes(app: FastifyInstance, core: ServerCore): void {
 
   // Status only: no key is needed here, so nothing else (paths, load errors) is told.
   app.get('/health', async (_req, reply) => {
@@ -51,11 +57,15 @@ function registerV1(v1: FastifyInstance, core: ServerCore): void {
     sendApiError(reply, new ApiError(404, 'invalid_request_error', `unknown endpoint: ${req.method} ${req.url}`, 'unknown_url')),
   );
 
-  const modelEntry = () => ({ id: core.opts.modelId, object: 'model' as const, created: 0, owned_by: 'bmoe' });
-  v1.get('/models', async () => ({ object: 'list', data: [modelEntry()] }));
+  // The one model under its name and each alias. Generation requests may name any model (the
+  // loaded one serves them all, as llama-server does); retrieving a model names one of these.
+  const names = [...new Set([core.opts.modelId, ...core.opts.aliases])];
+  const modelEntry = (id: string) => ({ id, object: 'model' as const, created: 0, owned_by: 'bmoe' });
+  v1.get('/models', async () => ({ object: 'list', data: names.map(modelEntry) }));
   v1.get<{ Params: { id: string } }>('/models/:id', async (req) => {
-    checkModelName(core, req.params.id, 'id');
-    return modelEntry();
+    const id = req.params.id;
+    if (names.includes(id)) return modelEntry(id);
+    throw new ApiError(404, 'invalid_request_error', `no model '${id}' here; this server lists ${names.map((x) => `'${x}'`).join(', ')} (and answers chat and completion requests for any model name)`, 'model_not_found', 'id');
   });
   v1.get('/bmoe/status', async () => core.status());
 

@@ -1,157 +1,131 @@
-// Request bodies, validated with zod through fastify's validator hook (see `zodValidator`): a
-// body that fails answers 400 with the OpenAI error shape naming the field (`param`) and saying
-// what it must be and what it got. Fields this server does not implement are ignored, as OpenAI
-// clients send many optional ones; the few whose silent omission would change the answer
-// (n > 1, echo, non-text content) are refused.
-import type { FastifySchemaCompiler } from 'fastify';
+// Request bodies, validated with zod through fastify's validator hook (validate.ts): a body that
+// fails answers 400 with the OpenAI error shape naming the field (`param`). The bodies are strict:
+// every field is either implemented, accepted without effect (IGNORED_FIELDS: it changes nothing
+// in the answer), or refused — a known OpenAI field this server does not implement
+// (UNSUPPORTED_FIELDS) unless it is at its off value, and any other name as unknown. Nothing a
+// client asks for is silently dropped.
 import { z } from 'zod';
-import { ApiError, badRequest, paramName } from './errors.js';
-import { NATIVE_MAX_COUNT } from './limits.js';
+import {
+  bool,
+  chatTemplateKwargs,
+  grammar,
+  ignored,
+  maxTokens,
+  message,
+  minP,
+  model,
+  n,
+  penalty,
+  reasoningEffort,
+  repeatLastN,
+  repeatPenalty,
+  responseFormat,
+  seed,
+  stop,
+  streamOptions,
+  temperature,
+  toolChoice,
+  tools,
+  topK,
+  topP,
+  unsupported,
+} from './fields.js';
 
-const NULLABLE = <T extends z.ZodType>(t: T) => t.nullable().optional();
+export { MAX_STOP_CHARS, MAX_TOOLS } from './fields.js';
 
-// Counts the native core takes up to 2^24: a larger one is refused here, naming the field.
-const MAX_TOKENS = `must be an integer from 1 to ${NATIVE_MAX_COUNT}`;
-const maxTokens = NULLABLE(z.number(MAX_TOKENS).int(MAX_TOKENS).positive(MAX_TOKENS).max(NATIVE_MAX_COUNT, MAX_TOKENS));
-const TEMP = 'must be a number from 0 to 2';
-const temperature = NULLABLE(z.number(TEMP).min(0, TEMP).max(2, TEMP));
-const TOP_P = 'must be a number in (0, 1]';
-const topP = NULLABLE(z.number(TOP_P).gt(0, TOP_P).lte(1, TOP_P));
-const TOP_K = `must be an integer from 0 (off) to ${NATIVE_MAX_COUNT}`;
-const topK = NULLABLE(z.number(TOP_K).int(TOP_K).nonnegative(TOP_K).max(NATIVE_MAX_COUNT, TOP_K));
-const SEED = 'must be an integer from 0 to 4294967295';
-const seed = NULLABLE(z.number(SEED).int(SEED).min(0, SEED).max(0xffffffff, SEED));
-/** Longest stop sequence: matching holds back up to its length of text and rescans it per token. */
-export const MAX_STOP_CHARS = 256;
-const STOP = 'must be a string or an array of at most 4 strings';
-const STOP_LEN = `must be at most ${MAX_STOP_CHARS} characters`;
-const stopString = z.string(STOP).max(MAX_STOP_CHARS, STOP_LEN);
-const stop = NULLABLE(z.union([stopString, z.array(stopString, STOP).max(4, STOP)], STOP));
-const N = 'must be 1 (one model, one answer per request)';
-const n = NULLABLE(z.number(N).int(N).min(1, N).max(1, N));
-const BOOL = 'must be true or false';
-const stream = NULLABLE(z.boolean(BOOL));
-const streamOptions = NULLABLE(z.object({ include_usage: NULLABLE(z.boolean(BOOL)) }, 'must be an object'));
-const model = z.string('must be a string').optional();
+const isEmptyObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
 
-const CONTENT = 'must be a string or an array of text parts';
-const contentPart = z.object(
-  {
-    type: z.literal('text', "only text content parts are supported ('text')"),
-    text: z.string('must be a string'),
-  },
-  CONTENT,
-);
-const ROLE = "must be one of 'system', 'developer', 'user', 'assistant', 'tool'";
-const message = z.object(
-  {
-    role: z.enum(['system', 'developer', 'user', 'assistant', 'tool'], ROLE),
-    content: NULLABLE(z.union([z.string(CONTENT), z.array(contentPart, CONTENT)], CONTENT)),
-  },
-  'must be an object { role, content }',
-);
+/** Accepted on both endpoints, without effect: identifiers, tags and storage or billing hints. */
+const ignoredFields = {
+  user: ignored(z.string('must be a string')),
+  safety_identifier: ignored(z.string('must be a string')),
+  metadata: ignored(z.record(z.string(), z.string('must be strings'), 'must be an object of strings')),
+  store: ignored(z.boolean('must be true or false')),
+  service_tier: ignored(z.string('must be a string')),
+  prompt_cache_key: ignored(z.string('must be a string')),
+  prompt_cache_retention: ignored(z.string('must be a string')),
+};
 
-/** The sampling and streaming fields both endpoints take, under OpenAI's names. */
+/** The sampling and streaming fields both endpoints take, under OpenAI's (and llama-server's) names. */
 const generationFields = {
+  model,
   max_tokens: maxTokens,
   temperature,
   top_p: topP,
   top_k: topK,
+  min_p: minP,
   seed,
   stop,
+  presence_penalty: penalty,
+  frequency_penalty: penalty,
+  repeat_penalty: repeatPenalty,
+  repeat_last_n: repeatLastN,
+  grammar,
   n,
-  stream,
+  stream: bool,
   stream_options: streamOptions,
+  logit_bias: unsupported('token biases are not supported', isEmptyObject),
+  ...ignoredFields,
 };
 
-export const chatCompletionBody = z.object(
-  {
-    model,
-    messages: z.array(message, 'must be a non-empty array of messages').min(1, 'must be a non-empty array of messages'),
-    max_completion_tokens: maxTokens,
-    ...generationFields,
-  },
-  'the body must be a JSON object',
-);
+const NO_LOGPROBS = 'log probabilities are not returned';
+/** Chat fields of OpenAI's API that this server refuses unless at their off value. */
+const unsupportedChat = {
+  logprobs: unsupported(`${NO_LOGPROBS}; omit it or send false`, (v) => v === false),
+  top_logprobs: unsupported(NO_LOGPROBS),
+  functions: unsupported('the deprecated functions API is not supported; use tools'),
+  function_call: unsupported('the deprecated function_call is not supported; use tool_choice'),
+  audio: unsupported('audio output is not supported'),
+  modalities: unsupported("only text output is supported (['text'])", (v) => Array.isArray(v) && v.every((m) => m === 'text')),
+  prediction: unsupported('predicted outputs are not supported'),
+  web_search_options: unsupported('web search is not supported'),
+  verbosity: unsupported('verbosity levels are not supported'),
+};
+
+export const chatCompletionBody = z
+  .strictObject(
+    {
+      messages: z.array(message, 'must be a non-empty array of messages').min(1, 'must be a non-empty array of messages'),
+      max_completion_tokens: maxTokens,
+      ...generationFields,
+      response_format: responseFormat,
+      tools,
+      tool_choice: toolChoice,
+      parallel_tool_calls: bool,
+      reasoning_effort: reasoningEffort,
+      chat_template_kwargs: chatTemplateKwargs,
+      ...unsupportedChat,
+    },
+    'the body must be a JSON object',
+  )
+  .superRefine((b, ctx) => {
+    const refuse = (path: (string | number)[], why: string) => ctx.addIssue({ code: 'custom', path, message: why });
+    const choice = b.tool_choice;
+    const toolNames = new Set((b.tools ?? []).map((t) => t.function.name));
+    if ((choice === 'required' || typeof choice === 'object') && toolNames.size === 0) refuse(['tool_choice'], "needs 'tools' to choose from");
+    else if (choice && typeof choice === 'object' && !toolNames.has(choice.function.name)) refuse(['tool_choice', 'function', 'name'], "must name one of the functions in 'tools'");
+    if (b.grammar && b.response_format && b.response_format.type !== 'text') refuse(['grammar'], "cannot be combined with a JSON response_format (both constrain the answer)");
+    if (b.grammar && toolNames.size > 0 && choice !== 'none') refuse(['grammar'], "cannot be combined with tools (the tool-call grammar constrains the answer)");
+  });
 export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;
 
 const PROMPT = 'must be a string (or an array holding one string)';
-export const completionBody = z.object(
+export const completionBody = z.strictObject(
   {
-    model,
     prompt: z.union([z.string(PROMPT), z.array(z.string(PROMPT), PROMPT).length(1, PROMPT)], PROMPT),
     ...generationFields,
-    echo: NULLABLE(z.literal(false, 'is not supported (must be false)')),
-    best_of: n,
+    echo: unsupported('echoing the prompt is not supported; omit it or send false', (v) => v === false),
+    best_of: unsupported('best_of is not supported; omit it or send 1', (v) => v === 1),
+    logprobs: unsupported(NO_LOGPROBS),
+    suffix: unsupported('a suffix (insertion) is not supported', (v) => v === ''),
   },
   'the body must be a JSON object',
 );
 export type CompletionBody = z.infer<typeof completionBody>;
 
-/**
- * fastify's validator hook for zod schemas: the parsed value replaces the body; a failure becomes
- * an ApiError(400) that the /v1 error handler sends as is.
- */
-export const zodValidator: FastifySchemaCompiler<z.ZodType> = ({ schema }) => {
-  return (data: unknown) => {
-    const r = schema.safeParse(data);
-    if (r.success) return { value: r.data };
-    return { error: toApiError(r.error, data) };
-  };
+/** The field names of each list, for the README and the tests. */
+export const IGNORED_FIELDS: readonly string[] = Object.keys(ignoredFields);
+export const UNSUPPORTED_FIELDS: { readonly chat: readonly string[]; readonly completions: readonly string[] } = {
+  chat: ['logit_bias', ...Object.keys(unsupportedChat)],
+  completions: ['logit_bias', 'echo', 'best_of', 'logprobs', 'suffix'],
 };
-
-interface Found {
-  message: string;
-  code: string;
-  path: PropertyKey[];
-}
-
-/**
- * The issue to report. A union (`content`: string or parts) reports its own message unless one
- * branch got past the type check (an array whose part is wrong, a string too long): then that
- * branch's issue, which names the exact field and what is wrong with it.
- */
-function deepest(issue: z.core.$ZodIssue): Found {
-  const here: Found = { message: issue.message, code: issue.code, path: [...issue.path] };
-  if (issue.code !== 'invalid_union') return here;
-  let best: Found | null = null;
-  for (const branch of issue.errors) {
-    const first = branch[0];
-    if (!first || (first.path.length === 0 && first.code === 'invalid_type')) continue;
-    const inner = deepest(first);
-    if (!best || inner.path.length > best.path.length) best = inner;
-  }
-  return best ? { ...best, path: [...issue.path, ...best.path] } : here;
-}
-
-function toApiError(err: z.ZodError, data: unknown): ApiError {
-  const first = err.issues[0];
-  if (!first) return badRequest('invalid request body');
-  const issue = deepest(first);
-  const path = issue.path;
-  const param = paramName(path);
-  const value = valueAt(data, path);
-  if (param === null) return badRequest(`${issue.message}, got ${show(data)}`, null, 'invalid_type');
-  if (value === undefined && issue.code === 'invalid_type') {
-    return badRequest(`missing required parameter '${param}'`, param, 'missing_required_parameter');
-  }
-  const code = issue.code === 'invalid_type' || issue.code === 'invalid_union' ? 'invalid_type' : 'invalid_value';
-  return badRequest(`invalid '${param}': ${issue.message}, got ${show(value)}`, param, code);
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let v = root;
-  for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined;
-  return v;
-}
-
-/** A value as the client sent it, short. */
-function show(v: unknown): string {
-  let s: string;
-  try {
-    s = v === undefined ? 'nothing' : (JSON.stringify(v) ?? String(v));
-  } catch {
-    s = String(v);
-  }
-  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
-}

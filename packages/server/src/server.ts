@@ -8,13 +8,14 @@ import type { AddressInfo } from 'node:net';
 import { BmoeError, loadModel, readDeviceSensors, type Model, type ResolvedStreamOptions, type Session } from '@bmoe/engine';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
+import { registerCors } from './cors.js';
 import { ApiError, shuttingDown } from './errors.js';
 import { createRequestGuard, type RequestGuard } from './guard.js';
 import { limitsFor, type RequestLimits } from './limits.js';
 import { ServerMetrics } from './metrics.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
-import { registerRoutes } from './routes.js';
-import { zodValidator } from './schemas.js';
+import { registerHostCheck, registerRoutes } from './routes.js';
+import { zodValidator } from './validate.js';
 import { Turns } from './turns.js';
 import type { BmoeStatus, HealthStatus, ServerState } from './types.js';
 
@@ -39,7 +40,7 @@ export interface BmoeServer {
   /** Settles when loading does: resolves once the model serves, rejects with the load error. */
   readonly ready: Promise<void>;
   readonly state: ServerState;
-  /** The name clients use in `model`. */
+  /** The model's name (answers carry it in `model`; requests may name any model). */
   readonly modelId: string;
   /** The request bounds in force (they follow the context size unless set in the options). */
   readonly limits: RequestLimits;
@@ -89,6 +90,10 @@ class ServerImpl implements BmoeServer, ServerCore {
     this.ready.catch(() => undefined);
     this.app = Fastify({ logger: opts.logger ?? false, bodyLimit: opts.bodyLimitBytes, return503OnClosing: true });
     this.app.setValidatorCompiler(zodValidator);
+    // Hooks run in this order: the Host check, CORS (before the key check, so a 401 carries the
+    // header too), then the routes' own.
+    registerHostCheck(this.app, this);
+    registerCors(this.app, opts.cors);
     registerRoutes(this.app, this);
   }
 

@@ -1,13 +1,15 @@
 // The answer's shapes: OpenAI's chat.completion / text_completion bodies and chunks, `usage`, and
 // the `bmoe` object built from the generation's structured run summary.
 import { randomBytes } from 'node:crypto';
-import { endOfRunValues, formatEndOfRunLines, type GenerationResult, type ResolvedStreamOptions } from '@bmoe/engine';
+import { endOfRunValues, formatEndOfRunLines, type AssistantMessage, type GenerationResult, type MessageDelta, type ResolvedStreamOptions } from '@bmoe/engine';
 import type { Endpoint } from './metrics.js';
 import type {
   BmoeResult,
   BmoeTokenChunk,
+  ChatAnswerMessage,
   ChatCompletion,
   ChatCompletionChunk,
+  ChatDelta,
   Completion,
   FinishReason,
   RequestTimings,
@@ -47,6 +49,24 @@ export function bmoeResult(
   };
 }
 
+/** The engine's message delta under OpenAI's names. */
+export function chatDelta(d: MessageDelta): ChatDelta {
+  const out: ChatDelta = {};
+  if (d.reasoningContent) out.reasoning_content = d.reasoningContent;
+  if (d.content) out.content = d.content;
+  if (d.toolCalls?.length) out.tool_calls = d.toolCalls.map((c) => ({ ...c, function: { ...c.function } }));
+  return out;
+}
+
+/** The engine's parsed answer as OpenAI's message: content null when it is only tool calls. */
+export function chatMessage(m: AssistantMessage): ChatAnswerMessage {
+  const calls = m.toolCalls;
+  const out: ChatAnswerMessage = { role: 'assistant', content: calls.length > 0 && m.content === '' ? null : m.content };
+  if (m.reasoningContent) out.reasoning_content = m.reasoningContent;
+  if (calls.length > 0) out.tool_calls = calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }));
+  return out;
+}
+
 type Chunk = ChatCompletionChunk | Completion;
 
 /** One answer's id, creation time and model, and its bodies and chunks for either endpoint. */
@@ -70,23 +90,25 @@ export class ResponseShapes {
     return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }] };
   }
 
-  /** A stream chunk: a token's text with its metrics, or the last one with finish reason, usage and the result. */
-  chunk(text: string | null, bmoe?: BmoeTokenChunk | BmoeResult, finish: FinishReason | null = null, usage?: Usage): Chunk {
+  /**
+   * A stream chunk: what a token added to the answer (chat: content, reasoning, tool-call pieces;
+   * raw: its text) with its metrics, or the last one with finish reason, usage and the result.
+   */
+  chunk(delta: MessageDelta, bmoe?: BmoeTokenChunk | BmoeResult, finish: FinishReason | null = null, usage?: Usage): Chunk {
     const { id, created, model } = this;
     const extra = { ...(usage ? { usage } : {}), ...(bmoe ? { bmoe } : {}) };
     if (this.chat) {
-      const delta = text === null ? {} : { content: text };
-      return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }], ...extra };
+      return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: chatDelta(delta), finish_reason: finish, logprobs: null }], ...extra };
     }
-    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text: text ?? '', finish_reason: finish, logprobs: null }], ...extra };
+    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text: delta.content ?? '', finish_reason: finish, logprobs: null }], ...extra };
   }
 
   /** The whole answer as one JSON body. */
-  body(text: string, finish: FinishReason, usage: Usage, bmoe: BmoeResult): ChatCompletion | Completion {
+  body(result: GenerationResult, finish: FinishReason, usage: Usage, bmoe: BmoeResult): ChatCompletion | Completion {
     const { id, created, model } = this;
     if (this.chat) {
-      return { id, object: 'chat.completion', created, model, choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish, logprobs: null }], usage, bmoe };
+      return { id, object: 'chat.completion', created, model, choices: [{ index: 0, message: chatMessage(result.message), finish_reason: finish, logprobs: null }], usage, bmoe };
     }
-    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text, finish_reason: finish, logprobs: null }], usage, bmoe };
+    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text: result.text, finish_reason: finish, logprobs: null }], usage, bmoe };
   }
 }

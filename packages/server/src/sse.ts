@@ -38,8 +38,11 @@ export function createSse(reply: FastifyReply, opts: SseOptions): Sse {
     if (opened) return;
     opened = true;
     clearTimeout(grace);
+    // Headers set on the reply so far (CORS) go out with the stream's own.
+    const set = Object.fromEntries(Object.entries(reply.getHeaders()).filter(([, v]) => v !== undefined)) as Record<string, number | string | string[]>;
     reply.hijack();
     res.writeHead(200, {
+      ...set,
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       connection: 'keep-alive',

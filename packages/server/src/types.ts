@@ -19,8 +19,42 @@ export interface Usage {
   total_tokens: number;
 }
 
-/** OpenAI's finish reasons that this server produces. */
-export type FinishReason = 'stop' | 'length';
+/** OpenAI's finish reasons that this server produces ('tool_calls': the answer called tools). */
+export type FinishReason = 'stop' | 'length' | 'tool_calls';
+
+/** A tool call in an answer, OpenAI's shape (`arguments` is JSON text). */
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** The assistant's answer in a chat.completion body. */
+export interface ChatAnswerMessage {
+  role: 'assistant';
+  /** null when the answer is only tool calls. */
+  content: string | null;
+  /** The model's reasoning (Qwen3 <think>, gpt-oss analysis channel); present only when there was some. */
+  reasoning_content?: string;
+  /** Present only when the answer called tools. */
+  tool_calls?: ChatToolCall[];
+}
+
+/** A streamed tool call piece: the first for an index carries id, type and name; later ones more arguments. */
+export interface ChatToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments?: string };
+}
+
+/** What one chat.completion.chunk adds to the answer. */
+export interface ChatDelta {
+  role?: 'assistant';
+  content?: string;
+  reasoning_content?: string;
+  tool_calls?: ChatToolCallDelta[];
+}
 
 /** Per-request timings measured by the server, in milliseconds from the request's arrival. */
 export interface RequestTimings {
@@ -49,7 +83,7 @@ export interface BmoeResult {
   /** The end-of-run lines as `bmoe run` prints them on stderr. */
   lines: string[];
   /** Why generation stopped ('stop' = a stop sequence matched). */
-  stopReason: StopReason | 'stop';
+  stopReason: StopReason;
   /** Prompt tokens found in the KV cache (not evaluated again). */
   promptTokensReused: number;
   timings: RequestTimings;
@@ -65,7 +99,7 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: Array<{ index: 0; message: { role: 'assistant'; content: string }; finish_reason: FinishReason; logprobs: null }>;
+  choices: Array<{ index: 0; message: ChatAnswerMessage; finish_reason: FinishReason; logprobs: null }>;
   usage: Usage;
   bmoe: BmoeResult;
 }
@@ -75,7 +109,7 @@ export interface ChatCompletionChunk {
   object: 'chat.completion.chunk';
   created: number;
   model: string;
-  choices: Array<{ index: 0; delta: { role?: 'assistant'; content?: string }; finish_reason: FinishReason | null; logprobs: null }>;
+  choices: Array<{ index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: null }>;
   usage?: Usage;
   bmoe?: BmoeTokenChunk | BmoeResult;
 }

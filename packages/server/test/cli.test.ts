@@ -44,11 +44,20 @@ function statusAs(url: string, path: string, host: string): Promise<number> {
 
 describe.skipIf(!native)('bmoe serve', () => {
   it('serves the openai client, and on SIGTERM mid-stream finishes the request and exits 0', async () => {
-    const { ready, exit } = serve(['--moe-stream', '--cache-mb', '4', '--model-id', 'tiny', '--allowed-hosts', 'phone.lan']);
+    const { ready, exit } = serve([
+      '--moe-stream', '--cache-mb', '4', '--model-id', 'tiny', '--allowed-hosts', 'phone.lan',
+      '--alias', 'small, qwen', '--alias', 'other', '--cors', 'http://app.example,https://b.example', '--cors', 'http://c.example:3000',
+    ]);
     const { url, child } = await ready;
     expect(await statusAs(url, '/health', 'phone.lan:8080')).toBe(200);
     expect(await statusAs(url, '/health', 'rebound.example:8080')).toBe(403);
     const client = clientFor(url);
+    expect((await client.models.list()).data.map((m) => m.id)).toEqual(['tiny', 'small', 'qwen', 'other']);
+    // --cors: the listed origins (both flags, comma lists) get their preflight answered, another does not.
+    for (const [origin, allowed] of [['http://app.example', true], ['https://b.example', true], ['http://c.example:3000', true], ['http://d.example', false]] as const) {
+      const pre = await fetch(`${url}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } });
+      expect(pre.headers.get('access-control-allow-origin'), origin).toBe(allowed ? origin : null);
+    }
     const hello = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, temperature: 0 });
     expect(hello.usage?.completion_tokens).toBe(4);
 
@@ -93,7 +102,7 @@ describe('bmoe serve usage', () => {
   it('--help documents the server flags and the model/streaming flags of run', async () => {
     const r = await runCli(['serve', '--help']);
     expect(r.code).toBe(0);
-    for (const flag of ['--host', '--allowed-hosts', '--port', '--api-key', '--max-queue', '--model-id', '--threads', '--ctx-size', '--moe-stream', '--cache-mb', '--io-threads', '--overlap', '--prefetch', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
+    for (const flag of ['--host', '--allowed-hosts', '--port', '--api-key', '--max-queue', '--model-id', '--alias', '--cors', '--threads', '--ctx-size', '--moe-stream', '--cache-mb', '--io-threads', '--overlap', '--prefetch', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
       expect(r.stdout).toContain(flag);
     }
   });
@@ -103,6 +112,8 @@ describe('bmoe serve usage', () => {
     [['serve', 'm.gguf', '--max-queue', '-1'], /must be a non-negative integer/],
     [['serve', 'm.gguf', '--cache-mb', '100'], /--cache-mb requires --moe-stream/],
     [['serve'], /missing required argument 'model'/],
+    [['serve', 'm.gguf', '--cors', 'app.example'], /'app\.example' is not an origin/],
+    [['serve', 'm.gguf', '--cors', 'https://app.example/page'], /is not an origin: give scheme:\/\/host\[:port\]/],
   ])('usage error %j exits 2 with one line', async (args, message) => {
     const r = await runCli(args);
     expect(r.code).toBe(2);

@@ -22,6 +22,11 @@ export function fixture(): string {
   return inject('fixture');
 }
 
+/** The tiny-gpt-oss fixture made by global-setup. */
+export function gptOssFixture(): string {
+  return inject('gptOssFixture');
+}
+
 /** Two compute threads everywhere (the CI machine has two cores; the CLI runs use the same). */
 export const THREADS = 2;
 /** Expert streaming through a cache smaller than the experts, so the streaming counters move. */

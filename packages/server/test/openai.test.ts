@@ -120,9 +120,14 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     expect(rawRun.code, rawRun.stderr).toBe(0);
 
     const chat = await s.client.chat.completions.create({ model, messages: user(prompt), max_tokens: n, temperature: 0 });
-    expect(asPrinted(chat.choices[0]?.message.content ?? '')).toBe(chatRun.stdout);
+    // `bmoe run` prints the generated text; a chat answer is that text read by the model's chat
+    // format (llama.cpp's parser, as llama-server answers): here the same text, less the leading
+    // whitespace the format puts before an answer.
+    const runText = chatRun.stdout.trimStart();
+    expect(runText.length).toBeGreaterThan(0);
+    expect(asPrinted(chat.choices[0]?.message.content ?? '')).toBe(runText);
     const streamed = await streamChat(s.client, model, prompt, n);
-    expect(asPrinted(streamed.text)).toBe(chatRun.stdout);
+    expect(asPrinted(streamed.text)).toBe(runText);
 
     const raw = await s.client.completions.create({ model, prompt, max_tokens: n, temperature: 0 });
     expect(raw.object).toBe('text_completion');
@@ -258,11 +263,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     const part = await postJson(s.url, '/v1/chat/completions', JSON.stringify({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }));
     expect(part).toMatchObject({ status: 400, json: { error: { param: 'messages[0].content[0].type' } } });
 
-    // Unknown model → 404.
-    const unknown = await s.client.chat.completions.create({ model: 'gpt-4o', messages: user('x') }).catch((e: unknown) => e);
-    expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
-    expect(unknown).toMatchObject({ status: 404, code: 'model_not_found', param: 'model' });
-    expect((unknown as Error).message).toMatch(/'gpt-4o' does not exist; this server serves/);
+    // A model name this server does not list is still served (the one model answers), but retrieving it is 404.
     const unknownRetrieve = await s.client.models.retrieve('gpt-4o').catch((e: unknown) => e);
     expect(unknownRetrieve).toBeInstanceOf(OpenAI.NotFoundError);
 
@@ -283,7 +284,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     const after = await scrape(s.url);
     const rejected = (endpoint: string): number =>
       sample(after, `bmoe_requests_total{endpoint="${endpoint}",outcome="rejected"}`) - sample(before, `bmoe_requests_total{endpoint="${endpoint}",outcome="rejected"}`);
-    expect(rejected('/v1/chat/completions')).toBe(6);
+    expect(rejected('/v1/chat/completions')).toBe(5);
     expect(rejected('/v1/completions')).toBe(1);
     expect(sample(after, 'bmoe_generated_tokens_total')).toBe(sample(before, 'bmoe_generated_tokens_total'));
   });

@@ -1,0 +1,215 @@
+// The request fields one by one, as zod schemas with OpenAI's names and one-line messages: the
+// sampling numbers, the chat messages (tool calls and tool results included), the tools and
+// `response_format`, and the two kinds of field this server does not act on: `unsupported(...)`
+// (refused with 400 unless at its off value) and `ignored(...)` (accepted without effect).
+import { z } from 'zod';
+import { NATIVE_MAX_COUNT } from './limits.js';
+
+export const NULLABLE = <T extends z.ZodType>(t: T) => t.nullable().optional();
+
+/** Marks a refusal as "unsupported" (code 'unsupported_parameter'), told apart by toApiError. */
+export const UNSUPPORTED = 'unsupported';
+
+/**
+ * A field this server does not implement: absent, null or one of its off values (`logprobs:
+ * false`, `n: 1`) is accepted, anything else is a 400 naming it with `reason`.
+ */
+export function unsupported(reason: string, isOff: (v: unknown) => boolean = () => false) {
+  return z
+    .unknown()
+    .superRefine((v, ctx) => {
+      if (v === undefined || v === null || isOff(v)) return;
+      ctx.addIssue({ code: 'custom', message: reason, params: { kind: UNSUPPORTED } });
+    })
+    .optional();
+}
+
+/** A field accepted without effect (it changes nothing in the answer); only its type is checked. */
+export const ignored = <T extends z.ZodType>(t: T) => NULLABLE(t);
+
+// ---- sampling ------------------------------------------------------------------------------------
+
+// Counts the native core takes up to 2^24: a larger one is refused here, naming the field.
+const MAX_TOKENS = `must be an integer from 1 to ${NATIVE_MAX_COUNT}`;
+export const maxTokens = NULLABLE(z.number(MAX_TOKENS).int(MAX_TOKENS).positive(MAX_TOKENS).max(NATIVE_MAX_COUNT, MAX_TOKENS));
+const TEMP = 'must be a number from 0 to 2';
+export const temperature = NULLABLE(z.number(TEMP).min(0, TEMP).max(2, TEMP));
+const TOP_P = 'must be a number in (0, 1]';
+export const topP = NULLABLE(z.number(TOP_P).gt(0, TOP_P).lte(1, TOP_P));
+const MIN_P = 'must be a number from 0 (off) to 1';
+export const minP = NULLABLE(z.number(MIN_P).min(0, MIN_P).max(1, MIN_P));
+const TOP_K = `must be an integer from 0 (off) to ${NATIVE_MAX_COUNT}`;
+export const topK = NULLABLE(z.number(TOP_K).int(TOP_K).nonnegative(TOP_K).max(NATIVE_MAX_COUNT, TOP_K));
+const SEED = 'must be an integer from 0 to 4294967295';
+export const seed = NULLABLE(z.number(SEED).int(SEED).min(0, SEED).max(0xffffffff, SEED));
+const PENALTY = 'must be a number from -2 to 2';
+/** OpenAI's presence / frequency penalties (0 = off). */
+export const penalty = NULLABLE(z.number(PENALTY).min(-2, PENALTY).max(2, PENALTY));
+const REPEAT = 'must be a number from 0 to 10 (1 = off)';
+/** llama.cpp's repeat penalty (llama-server's `repeat_penalty`). */
+export const repeatPenalty = NULLABLE(z.number(REPEAT).min(0, REPEAT).max(10, REPEAT));
+const LAST_N = `must be an integer from 0 to ${NATIVE_MAX_COUNT}`;
+export const repeatLastN = NULLABLE(z.number(LAST_N).int(LAST_N).min(0, LAST_N).max(NATIVE_MAX_COUNT, LAST_N));
+
+/** Longest stop sequence: the engine holds back up to its length of text and rescans it per token. */
+export const MAX_STOP_CHARS = 256;
+const STOP = 'must be a string or an array of at most 4 strings';
+const STOP_LEN = `must be at most ${MAX_STOP_CHARS} characters`;
+const stopString = z.string(STOP).max(MAX_STOP_CHARS, STOP_LEN);
+export const stop = NULLABLE(z.union([stopString, z.array(stopString, STOP).max(4, STOP)], STOP));
+
+const N = 'must be 1 (one model, one answer per request)';
+export const n = NULLABLE(z.number(N).int(N).min(1, N).max(1, N));
+const BOOL = 'must be true or false';
+export const bool = NULLABLE(z.boolean(BOOL));
+export const streamOptions = NULLABLE(
+  z.strictObject(
+    {
+      include_usage: bool,
+      // OpenAI pads chunks against length side channels; loopback has none to pad against.
+      include_obfuscation: ignored(z.boolean(BOOL)),
+    },
+    'must be an object',
+  ),
+);
+export const model = z.string('must be a string').optional();
+const GRAMMAR = 'must be a GBNF grammar (a string)';
+/** llama-server's `grammar` extension: GBNF for the answer. */
+export const grammar = NULLABLE(z.string(GRAMMAR).min(1, GRAMMAR));
+
+// ---- messages ------------------------------------------------------------------------------------
+
+const CONTENT = 'must be a string or an array of text parts';
+const contentPart = z.strictObject(
+  {
+    type: z.literal('text', "only text content parts are supported ('text')"),
+    text: z.string('must be a string'),
+  },
+  CONTENT,
+);
+const content = NULLABLE(z.union([z.string(CONTENT), z.array(contentPart, CONTENT)], CONTENT));
+
+const toolCall = z.strictObject(
+  {
+    id: z.string('must be a string'),
+    type: z.literal('function', "must be 'function'"),
+    function: z.strictObject({ name: z.string('must be a string').min(1, 'must be a function name'), arguments: z.string('must be a string (JSON text)') }, 'must be an object { name, arguments }'),
+    // Clients that assemble streamed calls keep the delta's index; it means nothing in a history.
+    index: ignored(z.number('must be a number')),
+  },
+  'must be a tool call { id, type, function }',
+);
+
+const ROLE = "must be one of 'system', 'developer', 'user', 'assistant', 'tool'";
+const MESSAGE = 'must be an object { role, content }';
+export const message = z
+  .strictObject(
+    {
+      role: z.enum(['system', 'developer', 'user', 'assistant', 'tool'], ROLE),
+      content,
+      name: NULLABLE(z.string('must be a string')),
+      tool_calls: NULLABLE(z.array(toolCall, 'must be an array of tool calls')),
+      tool_call_id: NULLABLE(z.string('must be a string')),
+      reasoning_content: NULLABLE(z.string('must be a string')),
+      refusal: unsupported('refusals are not modelled; send the text as content'),
+      function_call: unsupported('the deprecated function_call is not supported; use tool_calls'),
+      audio: unsupported('audio is not supported'),
+    },
+    MESSAGE,
+  )
+  .superRefine((m, ctx) => {
+    const missing = (field: string, why: string) => ctx.addIssue({ code: 'custom', path: [field], message: why, params: { kind: 'missing' } });
+    const misplaced = (field: string, who: string) => ctx.addIssue({ code: 'custom', path: [field], message: `only ${who} messages carry it` });
+    if (m.role === 'assistant') {
+      if ((m.content === undefined || m.content === null) && !m.tool_calls?.length) missing('content', "an assistant message needs 'content' or 'tool_calls'");
+    } else if (m.content === undefined || m.content === null) {
+      missing('content', `a ${m.role} message needs 'content'`);
+    }
+    if (m.role === 'tool' && (m.tool_call_id === undefined || m.tool_call_id === null)) missing('tool_call_id', "a tool message needs 'tool_call_id' (the id of the call it answers)");
+    if (m.role !== 'assistant' && m.tool_calls) misplaced('tool_calls', 'assistant');
+    if (m.role !== 'assistant' && m.reasoning_content) misplaced('reasoning_content', 'assistant');
+    if (m.role !== 'tool' && m.tool_call_id) misplaced('tool_call_id', 'tool');
+  });
+export type MessageBody = z.infer<typeof message>;
+
+// ---- tools and output formats ------------------------------------------------------------------
+
+const FN_NAME = 'must be a function name: 1 to 64 letters, digits, _ or -';
+const functionName = z.string(FN_NAME).regex(/^[A-Za-z0-9_-]{1,64}$/, FN_NAME);
+const JSON_SCHEMA = 'must be a JSON schema (an object)';
+const jsonSchemaObject = z.record(z.string(), z.unknown(), JSON_SCHEMA);
+
+/** The most tools one request may define (OpenAI's limit). */
+export const MAX_TOOLS = 128;
+const TOOLS = `must be an array of at most ${MAX_TOOLS} function tools`;
+const tool = z.strictObject(
+  {
+    type: z.literal('function', "only function tools are supported ('function')"),
+    function: z.strictObject(
+      {
+        name: functionName,
+        description: NULLABLE(z.string('must be a string')),
+        parameters: NULLABLE(jsonSchemaObject),
+        // The arguments always follow `parameters`: the tool-call grammar is built from it.
+        strict: ignored(z.boolean(BOOL)),
+      },
+      'must be an object { name, description, parameters }',
+    ),
+  },
+  'must be a tool { type: "function", function }',
+);
+export const tools = NULLABLE(
+  z
+    .array(tool, TOOLS)
+    .max(MAX_TOOLS, TOOLS)
+    .superRefine((list, ctx) => {
+      const seen = new Set<string>();
+      list.forEach((t, i) => {
+        if (seen.has(t.function.name)) ctx.addIssue({ code: 'custom', path: [i, 'function', 'name'], message: `names '${t.function.name}' twice; tool names must be unique` });
+        seen.add(t.function.name);
+      });
+    }),
+);
+
+const TOOL_CHOICE = "must be 'auto', 'none', 'required' or { type: 'function', function: { name } }";
+export const toolChoice = NULLABLE(
+  z.union(
+    [
+      z.enum(['auto', 'none', 'required'], TOOL_CHOICE),
+      z.strictObject({ type: z.literal('function', TOOL_CHOICE), function: z.strictObject({ name: functionName }, TOOL_CHOICE) }, TOOL_CHOICE),
+    ],
+    TOOL_CHOICE,
+  ),
+);
+
+const FORMAT = "must be { type: 'text' }, { type: 'json_object' } or { type: 'json_schema', json_schema: { name, schema } }";
+export const responseFormat = NULLABLE(
+  z.discriminatedUnion(
+    'type',
+    [
+      z.strictObject({ type: z.literal('text') }),
+      z.strictObject({ type: z.literal('json_object') }),
+      z.strictObject({
+        type: z.literal('json_schema'),
+        json_schema: z.strictObject(
+          {
+            name: z.string('must be a string'),
+            description: NULLABLE(z.string('must be a string')),
+            schema: NULLABLE(z.union([jsonSchemaObject, z.boolean()], JSON_SCHEMA)),
+            // The answer always follows the schema: it is generated under the schema's grammar.
+            strict: ignored(z.boolean(BOOL)),
+          },
+          'must be an object { name, schema }',
+        ),
+      }),
+    ],
+    FORMAT,
+  ),
+);
+
+const KWARGS = 'must be an object; only enable_thinking (true or false) is supported';
+/** llama-server's `chat_template_kwargs`; this server knows `enable_thinking` only. */
+export const chatTemplateKwargs = NULLABLE(z.strictObject({ enable_thinking: NULLABLE(z.boolean(BOOL)) }, KWARGS));
+const EFFORT = "only 'none' is supported (it turns the model's reasoning off); omit it to let the model reason";
+/** OpenAI's `reasoning_effort`: 'none' = thinking off, as llama-server; levels are not modelled. */
+export const reasoningEffort = NULLABLE(z.literal('none', EFFORT));
