@@ -1,7 +1,7 @@
 // `bmoe serve MODEL`: the OpenAI-compatible server of @bmoe/server on one model, with every
 // model/streaming flag of `bmoe run`. SIGTERM or Ctrl-C stops accepting, lets the running request
 // finish (or aborts it after the grace period) and exits 0.
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
 import { formatBytes } from '../format.js';
@@ -15,6 +15,8 @@ interface ServeFlags extends ModelFlags {
   apiKey?: string;
   maxQueue?: number;
   modelId?: string;
+  alias?: string[];
+  cors?: string[];
 }
 
 /** `a.lan, b.lan` → ['a.lan', 'b.lan']. */
@@ -23,6 +25,20 @@ function hostList(value: string): string[] {
     .split(',')
     .map((h) => h.trim())
     .filter((h) => h !== '');
+}
+
+/** A flag given as a comma list, repeatable: the lists add up. */
+function addList(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), ...hostList(value)];
+}
+
+/** `--cors`: origins as browsers send them (scheme://host[:port], no path) or '*'; the server normalizes case. */
+function addOrigins(value: string, previous: string[] | undefined): string[] {
+  const list = hostList(value);
+  for (const o of list) {
+    if (o !== '*' && !/^https?:\/\/[^/?#@\s]+\/?$/i.test(o)) throw new InvalidArgumentError(`'${o}' is not an origin: give scheme://host[:port] (https://app.example, http://localhost:5173) or '*'`);
+  }
+  return [...(previous ?? []), ...list];
 }
 
 export function registerServe(program: Command, ctx: CliContext): void {
@@ -35,7 +51,9 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--port <N>', 'TCP port; 0 = any free port (default 8080)', intRange(0, 65535))
     .addOption(new Option('--api-key <key>', 'require Authorization: Bearer <key> on /v1 and /metrics').env('BMOE_API_KEY'))
     .option('--max-queue <N>', 'requests that may wait behind the running one; more get 429 (default 8)', nonNegativeInt)
-    .option('--model-id <name>', 'the model name clients send (default: the file name without .gguf)');
+    .option('--model-id <name>', "the model's name in /v1/models and in answers (default: the file name without .gguf); requests may name any model")
+    .option('--alias <names>', 'more names /v1/models lists for the model (comma-separated, repeatable), as llama-server --alias', addList)
+    .option('--cors <origins>', "web origins whose pages may call the server (https://app.example, http://localhost:5173; comma-separated, repeatable; '*' = any): CORS headers and preflight for those only (default: none)", addOrigins);
   addContextOptions(serve);
   addStreamingOptions(serve).action(async function (this: Command, model: string, flags: ServeFlags) {
     const given = loadOptions(this, flags);
@@ -54,6 +72,8 @@ export function registerServe(program: Command, ctx: CliContext): void {
       apiKey: flags.apiKey || undefined,
       maxQueue: flags.maxQueue,
       modelId: flags.modelId,
+      aliases: flags.alias,
+      cors: flags.cors,
     });
 
     let stopping: Promise<void> | null = null;
