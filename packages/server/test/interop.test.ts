@@ -173,6 +173,14 @@ describe.skipIf(!native)('interop with the openai client (tiny qwen3moe, random 
     expect(ended).toBeGreaterThan(0);
   });
 
+  it("llama-server's grammar field constrains a raw completion", async () => {
+    for (const seed of SEEDS) {
+      const r = await postJson(s.url, '/v1/completions', JSON.stringify({ prompt: 'Answer:', grammar: 'root ::= ("yes" | "no") "." ', temperature: 1, seed, max_tokens: 20 }));
+      expect(r.status).toBe(200);
+      expect(r.json).toMatchObject({ choices: [{ text: expect.stringMatching(/^(yes|no)\.$/), finish_reason: 'stop' }] });
+    }
+  });
+
   it('serves any model name with the one model, answering under its own name; /v1/models lists it and its aliases', async () => {
     for (const name of ['gpt-4o', 'tiny', 'anything/at:all']) {
       const r = await s.client.chat.completions.create({ model: name, messages: user('Hi'), max_tokens: 2, temperature: 0 });
@@ -352,6 +360,8 @@ describe.skipIf(!native)('fields this server does not implement: 400 naming each
     ['suffix', { suffix: 'end' }],
     ['logit_bias', { logit_bias: { '1': -100 } }],
     ['tools', { tools: TOOLS }],
+    ['grammar', { grammar: 'root ::= (' }],
+    ['grammar', { grammar: 'root ::= undefined-rule' }],
   ])('completions %s', async (param, extra) => {
     const r = await postJson(s.url, '/v1/completions', JSON.stringify({ prompt: 'Hi', max_tokens: 2, ...extra }));
     expect(r.status).toBe(400);
