@@ -95,7 +95,13 @@ chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
     plan.syntax.generation_prompt = p.generation_prompt;
     plan.syntax.parser            = p.parser;
     plan.syntax.parse_tool_calls  = !r.tools_json.empty() && r.tool_choice != "none";
-    if (!p.grammar.empty()) {
+    // Formats that derive no grammar of their own leave a request's grammar (or schema) out of
+    // their parameters: it then constrains the answer from its first token, as a user grammar.
+    if (p.grammar.empty() && !r.grammar.empty()) {
+        plan.grammar.gbnf = r.grammar;
+    } else if (p.grammar.empty() && !r.json_schema.empty()) {
+        plan.grammar.gbnf = json_schema_grammar(r.json_schema);
+    } else if (!p.grammar.empty()) {
         plan.grammar.gbnf = p.grammar;
         // A request's own grammar stays a user grammar; a derived one starts at the generation prompt.
         plan.grammar.kind = !r.grammar.empty() ? grammar_spec::user : !r.json_schema.empty() && !plan.syntax.parse_tool_calls ? grammar_spec::output : grammar_spec::tools;
