@@ -22,7 +22,7 @@ export const ALLOWED: Record<SoakKind, readonly Outcome[]> = {
   disconnect: ['aborted', '200', '429'],
   oversized: ['413'],
   malformed: ['400'],
-  'bad-field': ['400', '404'],
+  'bad-field': ['400'],
   probe: ['200'],
 };
 
@@ -61,7 +61,8 @@ function badFields(model: string): unknown[] {
     { model, messages: user, n: 3 },
     { model, messages: user, stop: ['a', 'b', 'c', 'd', 'e'] },
     { model, messages: user, stream: 'yes' },
-    { model: 'no-such-model', messages: user },
+    { model, messages: user, logprobs: true },
+    { model, messages: user, no_such_field: 1 },
   ];
 }
 
