@@ -273,6 +273,22 @@ describe.skipIf(!native)('tool calls with the openai client (tiny gpt-oss, greed
     expect(callsOf(final).map((c) => [c.name, c.arguments])).toEqual(calls.map((c) => [c.name, c.arguments]));
   });
 
+  it('reads gpt-oss reasoning from the analysis channel as reasoning_content, streamed or not', async () => {
+    // Random weights wander: llama-server's `grammar` field forces an analysis message, then the final one.
+    const grammar = 'root ::= "<|channel|>analysis<|message|>" [a-z]{2,8} "<|end|><|start|>assistant<|channel|>final<|message|>" [a-z]{2,8}';
+    const params = { model, messages: user('Think first'), temperature: 0.8, seed: 1, max_tokens: 200, grammar } as Params;
+    await sameStart(s.client);
+    const r = await s.client.chat.completions.create(params);
+    const msg = r.choices[0]!.message as OpenAI.Chat.ChatCompletionMessage & { reasoning_content?: string };
+    expect(r.choices[0]?.finish_reason).toBe('stop');
+    expect(msg.reasoning_content).toMatch(/^[a-z]{2,8}$/);
+    expect(msg.content).toMatch(/^[a-z]{2,8}$/);
+    await sameStart(s.client);
+    const st = await streamed(s.client, params);
+    expect(st.reasoning).toBe(msg.reasoning_content);
+    expect(st.content).toBe(msg.content);
+  });
+
   it('takes the assistant tool_calls message and the tool result back, and answers with them in the prompt', async () => {
     const ask: Message[] = user('What is the weather in Oslo?');
     const first = await s.client.chat.completions.create({ model, messages: ask, tools: TOOLS, tool_choice: 'required', temperature: 0, max_tokens: MAX });
