@@ -3,10 +3,12 @@
 #include "model_wrap.h"
 
 #include "args.h"
+#include "promise_worker.h"
 
 #include "bmoe/runtime/chat_plan.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace bmoe {
 
@@ -89,36 +91,16 @@ chat_request read_chat_request(js_reader & r, const Napi::Object & o) {
     return c;
 }
 
-// Formatting, grammar derivation and tokenizing run on a worker thread, as prepare() does.
-struct prepare_chat_worker : public Napi::AsyncWorker {
-    std::shared_ptr<model_state> state;
-    chat_request                 req;
-    chat_plan                    plan;
-    Napi::Promise::Deferred      deferred;
-
-    prepare_chat_worker(Napi::Env env, std::shared_ptr<model_state> st, chat_request r)
-        : Napi::AsyncWorker(env), state(std::move(st)), req(std::move(r)), deferred(Napi::Promise::Deferred::New(env)) {}
-
-    void Execute() override {
-        try {
-            plan = chat_plan_make(*state, req);
-        } catch (const std::exception & e) {
-            SetError(std::string("chat template: ") + e.what());
-        }
-    }
-    void OnOK() override {
-        Napi::Env env = Env();
-        Napi::Object o = Napi::Object::New(env);
-        Napi::Int32Array toks = Napi::Int32Array::New(env, plan.tokens.size());
-        std::copy(plan.tokens.begin(), plan.tokens.end(), toks.Data());
-        o.Set("tokens", toks);
-        o.Set("grammar", grammar_to_js(env, plan.grammar));
-        o.Set("additionalStops", strings_to_js(env, plan.additional_stops));
-        o.Set("syntax", syntax_to_js(env, plan.syntax));
-        deferred.Resolve(o);
-    }
-    void OnError(const Napi::Error & e) override { deferred.Reject(e.Value()); }
-};
+Napi::Object plan_to_js(Napi::Env env, const chat_plan & plan) {
+    Napi::Object o = Napi::Object::New(env);
+    Napi::Int32Array toks = Napi::Int32Array::New(env, plan.tokens.size());
+    std::copy(plan.tokens.begin(), plan.tokens.end(), toks.Data());
+    o.Set("tokens", toks);
+    o.Set("grammar", grammar_to_js(env, plan.grammar));
+    o.Set("additionalStops", strings_to_js(env, plan.additional_stops));
+    o.Set("syntax", syntax_to_js(env, plan.syntax));
+    return o;
+}
 
 }  // namespace
 
@@ -134,10 +116,18 @@ Napi::Value model_wrap::prepare_chat(const Napi::CallbackInfo & info) {
     js_reader r;
     chat_request req = read_chat_request(r, arg_object(info, 0, "prepareChat(request)"));
     throw_if_failed(env, r);
-    auto * w = new prepare_chat_worker(env, state, std::move(req));
-    Napi::Promise promise = w->deferred.Promise();
-    w->Queue();
-    return promise;
+    // Formatting, grammar derivation and tokenizing run off the JS thread, as prepare() does.
+    std::shared_ptr<model_state> st = state;
+    return run_on_worker<chat_plan>(
+        env,
+        [st, req = std::move(req)]() {
+            try {
+                return chat_plan_make(*st, req);
+            } catch (const std::exception & e) {
+                throw std::runtime_error(std::string("chat template: ") + e.what());
+            }
+        },
+        [](Napi::Env e, chat_plan & plan) -> Napi::Value { return plan_to_js(e, plan); });
 }
 
 Napi::Value model_wrap::parse_chat(const Napi::CallbackInfo & info) {

@@ -3,6 +3,7 @@
 #include "args.h"
 #include "context_wrap.h"
 #include "js_objects.h"
+#include "promise_worker.h"
 
 #include "bmoe/runtime/chat_format.h"
 #include "bmoe/runtime/prompt.h"
@@ -58,32 +59,6 @@ Napi::Value model_wrap::tokenize(const Napi::CallbackInfo & info) {
     }
 }
 
-namespace {
-
-// prepare(): template + tokenize on a worker thread (tens of thousands of messages must not
-// freeze the event loop). The worker keeps the model alive while it runs.
-struct prepare_worker : public Napi::AsyncWorker {
-    std::shared_ptr<model_state> state;
-    prompt_input                 input;
-    std::vector<llama_token>     tokens;
-    Napi::Promise::Deferred      deferred;
-
-    prepare_worker(Napi::Env env, std::shared_ptr<model_state> st, prompt_input in)
-        : Napi::AsyncWorker(env), state(std::move(st)), input(std::move(in)), deferred(Napi::Promise::Deferred::New(env)) {}
-
-    void Execute() override {
-        try {
-            tokens = prompt_tokens(*state, input);
-        } catch (const std::exception & e) {
-            SetError(e.what());
-        }
-    }
-    void OnOK() override { deferred.Resolve(int32_array(Env(), tokens)); }
-    void OnError(const Napi::Error & e) override { deferred.Reject(e.Value()); }
-};
-
-}  // namespace
-
 Napi::Value model_wrap::prepare(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     live(env);
@@ -99,10 +74,11 @@ Napi::Value model_wrap::prepare(const Napi::CallbackInfo & info) {
         p.format   = read_chat_format(r, in);
         throw_if_failed(env, r);
     }
-    auto * w = new prepare_worker(env, state, std::move(p));
-    Napi::Promise promise = w->deferred.Promise();
-    w->Queue();
-    return promise;
+    // Template + tokenize off the JS thread: tens of thousands of messages must not freeze the event loop.
+    std::shared_ptr<model_state> st = state;
+    return run_on_worker<std::vector<llama_token>>(
+        env, [st, p = std::move(p)]() { return prompt_tokens(*st, p); },
+        [](Napi::Env e, std::vector<llama_token> & toks) -> Napi::Value { return int32_array(e, toks); });
 }
 
 Napi::Value model_wrap::detokenize(const Napi::CallbackInfo & info) {
