@@ -1,6 +1,7 @@
 // loadModel: validate options, validate the file in JS (bad files never reach C++), then load it
 // natively. A Model hands out Sessions and closes them with itself.
 import type { NativeModel, NativeModelInfo, NativeStreamInfo } from '@bmoe/core-native';
+import { GgufValueType, type GgufFile } from '@bmoe/gguf';
 import { readProcessReadBytes } from './system.js';
 import { BmoeError, messageOf } from './errors.js';
 import { headerInfo, readModelFile, type ModelHeaderInfo } from './inspect.js';
@@ -70,7 +71,9 @@ export interface Model {
 export async function loadModel(path: string, options?: LoadOptions): Promise<Model> {
   if (typeof path !== 'string' || path.length === 0) throw new BmoeError('E_OPTION', 'path must be a non-empty string');
   const opts = resolveLoadOptions(options);
-  const header = headerInfo(await readModelFile(path), opts.nExpertUsed);
+  const file = await readModelFile(path);
+  checkVocabulary(file, path);
+  const header = headerInfo(file, opts.nExpertUsed);
   if (opts.stream) checkStreamable(header, opts);
 
   const binding = await nativeBinding();
@@ -120,6 +123,20 @@ class Progress {
 
   rethrow(): void {
     if (this.error) throw this.error.value;
+  }
+}
+
+/**
+ * llama.cpp loads a GGUF without a vocabulary (its own test fixtures are such files) but aborts the
+ * process on the first tokenize or token piece: bmoe generates text, so it refuses them here.
+ * (`inspectModel` still describes them.)
+ */
+function checkVocabulary(file: GgufFile, path: string): void {
+  const v = file.kv.get('tokenizer.ggml.model');
+  const model = v?.type === GgufValueType.STRING ? v.value : undefined;
+  if (model === undefined || model === 'none' || model === 'no_vocab') {
+    const why = model === undefined ? 'tokenizer.ggml.model is missing' : `tokenizer.ggml.model is '${model}'`;
+    throw new BmoeError('E_MODEL', `${path}: the model has no vocabulary (${why}); bmoe needs its tokenizer to generate text`);
   }
 }
 

@@ -93,3 +93,20 @@ describe('refused before any native load, in one line naming the file and the ke
     expect(process.memoryUsage().heapUsed - heap0).toBeLessThan(64 << 20);
   });
 });
+
+describe('a model without a vocabulary (llama.cpp aborts on its first token)', () => {
+  it('loadModel refuses it in one line naming the file and the key; inspectModel still describes it', async () => {
+    const path = await variant((b) => {
+      const at = b.indexOf('tokenizer.ggml.model');
+      b.write('tokenizer.ggml.modex', at, 'latin1');
+    });
+    const err = await loadModel(path, { threads: 1, contextSize: 256 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(BmoeError);
+    expect((err as BmoeError).code).toBe('E_MODEL');
+    expect((err as BmoeError).message).toBe(`${path}: the model has no vocabulary (tokenizer.ggml.model is missing); bmoe needs its tokenizer to generate text`);
+    expect((await inspectModel(path)).architecture).toBe('qwen3moe');
+  });
+});
