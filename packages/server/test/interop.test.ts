@@ -190,7 +190,7 @@ describe.skipIf(!native)('interop with the openai client (tiny qwen3moe, random 
       const r = await s.client.chat.completions.create(params);
       expect(r.choices[0]?.finish_reason).toBe('tool_calls');
       const calls = callsOf(r);
-      expect(calls.length).toBeGreaterThan(0); // parallel calls are allowed by default, as in OpenAI
+      expect(calls.length).toBeGreaterThan(0); // the Qwen3 grammar admits more than one <tool_call> block even with parallel_tool_calls off
       for (const c of calls) {
         expect(TOOL_NAMES).toContain(c.name);
         expect(JSON.parse(c.arguments)).toBeTypeOf('object');
