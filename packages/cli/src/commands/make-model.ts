@@ -35,6 +35,22 @@ export function registerMakeModel(program: Command, ctx: CliContext): void {
       if (!flags.preset || !flags.out) {
         this.error(`error: make-model needs --preset and --out (or --list)`, { exitCode: 2, code: 'bmoe.usage' });
       }
+      const { listPresets } = await import('@bmoe/gguf');
+      if (flags.preset.startsWith('tiny-') && !listPresets().some((p) => p.name === flags.preset)) {
+        // Any other MoE architecture of the pinned llama.cpp, from its own fixture writer.
+        for (const [flag, v] of [['--layers', flags.layers], ['--quant', flags.quant], ['--seed', flags.seed], ['--router-skew', flags.routerSkew]] as const) {
+          if (v !== undefined) this.error(`error: ${flag} does not apply to ${flags.preset} (llama.cpp's fixture of that architecture)`, { exitCode: 2, code: 'bmoe.usage' });
+        }
+        const { makeArchFixture } = await import('../arch-fixture.js');
+        const made = await makeArchFixture(flags.preset.slice('tiny-'.length), flags.out);
+        process.stdout.write(table([
+          ['path', made.path],
+          ['size', `${formatBytes(made.bytes)} (${made.bytes} bytes)`],
+          ['sha256', made.sha256],
+        ]));
+        ctx.exitCode = 0;
+        return;
+      }
       const { makeWithProgress } = await import('../make.js');
       const ac = new AbortController();
       const onSigint = (): void => ac.abort();
@@ -66,10 +82,11 @@ export function registerMakeModel(program: Command, ctx: CliContext): void {
 /** One line per preset: name, architecture, file size at its own layer count, where the shape came from. */
 async function formatPresets(): Promise<string> {
   const { listPresets, planModel } = await import('@bmoe/gguf');
-  return table(
-    listPresets().map((p): [string, string] => {
+  return table([
+    ...listPresets().map((p): [string, string] => {
       const bytes = planModel({ preset: p.name }).layout.fileSize;
       return [p.name, `${p.shape.arch}, ${p.shape.nLayer} layers, ${formatBytes(bytes)}; ${p.source}`];
     }),
-  );
+    ['tiny-<arch>', "any other MoE architecture of the pinned llama.cpp (its names: tiny-olmoe, tiny-deepseek4, ...): llama.cpp's own fixture (tests/test-llama-archs.cpp), 2 layers, F32, with a 128-token vocabulary; see docs/architectures.md"],
+  ]);
 }
