@@ -31,9 +31,8 @@ export interface TokenEvent {
   /**
    * What this token adds to the answer (`result.message`): content, reasoning, tool calls, read
    * by the model's chat format. Empty while text is held back (a possible stop string, an
-   * unfinished tag); what is sent is never taken back. The deltas of a generation add up to
-   * `result.message`, except when it ends by abort or a full context: text held back at its last
-   * token is then only in the message.
+   * unfinished tag); what is sent is never taken back. The deltas of a generation, then
+   * `result.finalDelta`, add up to `result.message`.
    */
   delta: MessageDelta;
   /** The token ends the generation (end of generation / end of turn). */
@@ -51,6 +50,12 @@ export interface GenerationResult {
    * and tool calls taken out of the content); for a raw text prompt, the text as content.
    */
   message: AssistantMessage;
+  /**
+   * What `message` holds beyond the tokens' deltas: text held back until the end (a possible stop
+   * string's start, an unfinished tag, a generation ended by abort or a full context). `{}` when
+   * the deltas already add up to the message. A stream sends it last.
+   */
+  finalDelta: MessageDelta;
   /** Generated token ids, in order. */
   tokens: number[];
   stopReason: StopReason;
@@ -213,6 +218,7 @@ export class GenerationImpl implements Generation {
     return {
       text,
       message,
+      finalDelta: this.stream.finalDelta,
       tokens: this.events.map((e) => e.tokenId),
       stopReason: this.stopped ? 'stop' : this.aborted ? 'abort' : native.stopReason,
       promptTokens: native.promptTokens,

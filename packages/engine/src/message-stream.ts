@@ -68,14 +68,26 @@ export class MessageStream {
     return { delta: parsed ? this.diff(parsed, done) : {}, stopped: r.stopped };
   }
 
-  /** Ends the stream (`tail`: what the UTF-8 decoder still held): the answer's text and message. */
+  /**
+   * What the message `finish` returned holds beyond the deltas `push` returned (text held back
+   * until the end: a possible stop string's start, an unfinished tag, a UTF-8 tail).
+   */
+  finalDelta: MessageDelta = {};
+
+  /** Ends the stream (`tail`: what the UTF-8 decoder still held): the answer's text and message; sets `finalDelta`. */
   finish(tail: string): { text: string; message: AssistantMessage } {
+    let released = '';
     if (!this.stopped) {
       const r = this.stop.push(tail);
-      this.text += r.text + (r.stopped ? '' : this.stop.flush());
+      released = r.text + (r.stopped ? '' : this.stop.flush());
+      this.text += released;
     }
-    if (!this.parser) return { text: this.text, message: { role: 'assistant', content: this.text, reasoningContent: null, toolCalls: [] } };
+    if (!this.parser) {
+      this.finalDelta = released ? { content: released } : {};
+      return { text: this.text, message: { role: 'assistant', content: this.text, reasoningContent: null, toolCalls: [] } };
+    }
     const p = this.parseFinal();
+    this.finalDelta = this.diff(p, true); // before the ids below: a call announced here gets its id now
     const toolCalls: ToolCall[] = p.toolCalls.map((c, i) => ({
       id: this.sentCalls[i]?.id ?? (c.id || newToolCallId()),
       type: 'function',

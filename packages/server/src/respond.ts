@@ -7,7 +7,6 @@ import type { ChatMessage, GenerateOptions, Generation, GenerationResult, Messag
 import type { FastifyReply } from 'fastify';
 import { engineError, shuttingDown, type ApiError } from './errors.js';
 import type { Endpoint, ServerMetrics } from './metrics.js';
-import { SentAnswer } from './sent.js';
 import { ResponseShapes, bmoeResult, usageOf } from './shapes.js';
 import { createSse, type Sse } from './sse.js';
 import type { FinishReason } from './types.js';
@@ -42,7 +41,6 @@ const SSE_OPEN_AFTER_MS = 1000;
 
 /** What the generation gave, read to its end. */
 interface Outcome {
-  sent: SentAnswer;
   firstTokenMs: number | null;
   lastTokenMs: number;
   result: GenerationResult | null;
@@ -86,7 +84,7 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
 
 /** Iterates the tokens (each one's delta through `onToken`), then awaits the result. */
 async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: RespondContext, onToken: (delta: MessageDelta, token: TokenMetrics) => void): Promise<Outcome> {
-  const out: Outcome = { sent: new SentAnswer(), firstTokenMs: null, lastTokenMs: 0, result: null, failure: null };
+  const out: Outcome = { firstTokenMs: null, lastTokenMs: 0, result: null, failure: null };
   try {
     for await (const ev of gen) {
       const now = performance.now() - ctx.t0;
@@ -96,7 +94,6 @@ async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: Respon
       }
       out.lastTokenMs = now;
       ctx.metrics.token(ev.metrics);
-      out.sent.add(ev.delta);
       // Every token has its chunk (its metrics), even one whose text the engine holds back.
       onToken(ev.delta, ev.metrics);
     }
@@ -133,7 +130,7 @@ function answer(reply: FastifyReply, sse: Sse | null, shapes: ResponseShapes, ou
   const bmoe = bmoeResult(result, ctx.stream, result.stopReason, timings);
   if (sse) {
     // Whatever the finished answer holds beyond the deltas sent (text held back to the end).
-    sse.send(shapes.chunk(out.sent.rest(result.message), bmoe, finish, usage));
+    sse.send(shapes.chunk(result.finalDelta, bmoe, finish, usage));
     sse.send('[DONE]');
     sse.end();
     return undefined;
