@@ -64,6 +64,21 @@ struct js_reader {
     }
 };
 
+// Calls fn(object, index) for each item of an array of objects; a non-object item fails the
+// reader naming it (`what[i]`). Absent or not an array: nothing.
+template <class Fn> void each_object(js_reader & r, const Napi::Value & v, const std::string & what, Fn && fn) {
+    if (!v.IsArray()) return;
+    Napi::Array arr = v.As<Napi::Array>();
+    for (uint32_t i = 0; i < arr.Length() && r.ok(); i++) {
+        Napi::Value item = arr.Get(i);
+        if (!item.IsObject()) {
+            r.fail(what + "[" + std::to_string(i) + "] must be an object");
+            return;
+        }
+        fn(item.As<Napi::Object>(), i);
+    }
+}
+
 // NativeContextParams.
 struct context_params {
     uint32_t n_ctx    = 4096;
@@ -103,21 +118,12 @@ inline sampling_params read_sampling(js_reader & r, const Napi::Object & s) {
     p.repeat_last_n     = (int32_t) r.integer(s, "repeatLastN", 64, -1, 1 << 24);
     p.presence_penalty  = finite_in(r, s, "presencePenalty", 0.0, -1e6, 1e6);
     p.frequency_penalty = finite_in(r, s, "frequencyPenalty", 0.0, -1e6, 1e6);
-    Napi::Value lb = s.Get("logitBias");
-    if (lb.IsArray()) {
-        Napi::Array arr = lb.As<Napi::Array>();
-        for (uint32_t i = 0; i < arr.Length() && r.ok(); i++) {
-            if (!arr.Get(i).IsObject()) {
-                r.fail("logitBias[" + std::to_string(i) + "] must be an object { token, bias }");
-                break;
-            }
-            Napi::Object e = arr.Get(i).As<Napi::Object>();
-            llama_logit_bias b;
-            b.token = (llama_token) r.integer(e, "token", 0, 0, INT32_MAX);
-            b.bias  = finite_in(r, e, "bias", 0.0, -1e6, 1e6);
-            p.logit_bias.push_back(b);
-        }
-    }
+    each_object(r, s.Get("logitBias"), "logitBias", [&](const Napi::Object & e, uint32_t) {
+        llama_logit_bias b;
+        b.token = (llama_token) r.integer(e, "token", 0, 0, INT32_MAX);
+        b.bias  = finite_in(r, e, "bias", 0.0, -1e6, 1e6);
+        p.logit_bias.push_back(b);
+    });
     return p;
 }
 
@@ -132,15 +138,7 @@ inline grammar_spec read_grammar(js_reader & r, const Napi::Object & g) {
     else r.fail("grammar.kind must be user, output or tools, got " + kind);
     spec.lazy              = r.boolean(g, "lazy", false);
     spec.generation_prompt = r.string(g, "generationPrompt", "");
-    Napi::Value tv = g.Get("triggers");
-    if (!tv.IsArray()) return spec;
-    Napi::Array arr = tv.As<Napi::Array>();
-    for (uint32_t i = 0; i < arr.Length() && r.ok(); i++) {
-        if (!arr.Get(i).IsObject()) {
-            r.fail("grammar.triggers[" + std::to_string(i) + "] must be an object");
-            break;
-        }
-        Napi::Object e = arr.Get(i).As<Napi::Object>();
+    each_object(r, g.Get("triggers"), "grammar.triggers", [&](const Napi::Object & e, uint32_t i) {
         grammar_trigger t;
         const std::string type = r.string(e, "type", "word");
         if (type == "token") t.kind = grammar_trigger::token;
@@ -151,7 +149,7 @@ inline grammar_spec read_grammar(js_reader & r, const Napi::Object & g) {
         t.value = r.string(e, "value", "");
         t.id    = (llama_token) r.integer(e, "token", LLAMA_TOKEN_NULL, LLAMA_TOKEN_NULL, INT32_MAX);
         spec.triggers.push_back(t);
-    }
+    });
     return spec;
 }
 
@@ -178,21 +176,14 @@ inline generate_request read_generate_request(js_reader & r, const Napi::Object 
 // NativeKvOverride[]: llama.cpp's --override-kv entries (the list is not yet terminated).
 inline std::vector<llama_model_kv_override> read_kv_overrides(js_reader & r, const Napi::Value & v) {
     std::vector<llama_model_kv_override> out;
-    if (!v.IsArray()) return out;
-    Napi::Array arr = v.As<Napi::Array>();
-    for (uint32_t i = 0; i < arr.Length() && r.ok(); i++) {
+    each_object(r, v, "kvOverrides", [&](const Napi::Object & e, uint32_t i) {
         const std::string at = "kvOverrides[" + std::to_string(i) + "]";
-        if (!arr.Get(i).IsObject()) {
-            r.fail(at + " must be an object");
-            break;
-        }
-        Napi::Object e = arr.Get(i).As<Napi::Object>();
         llama_model_kv_override ov{};
         const std::string key  = r.string(e, "key", "");
         const std::string type = r.string(e, "type", "");
         if (key.empty() || key.size() >= sizeof(ov.key)) {
             r.fail(at + ".key must be 1..127 characters");
-            break;
+            return;
         }
         std::strncpy(ov.key, key.c_str(), sizeof(ov.key) - 1);
         if (type == "int") {
@@ -206,18 +197,18 @@ inline std::vector<llama_model_kv_override> read_kv_overrides(js_reader & r, con
             ov.val_bool = r.boolean(e, "value", false);
         } else if (type == "str") {
             ov.tag = LLAMA_KV_OVERRIDE_TYPE_STR;
-            const std::string s = r.string(e, "value", "");
-            if (s.size() >= sizeof(ov.val_str)) {
+            const std::string str = r.string(e, "value", "");
+            if (str.size() >= sizeof(ov.val_str)) {
                 r.fail(at + ".value is too long");
-                break;
+                return;
             }
-            std::strncpy(ov.val_str, s.c_str(), sizeof(ov.val_str) - 1);
+            std::strncpy(ov.val_str, str.c_str(), sizeof(ov.val_str) - 1);
         } else {
             r.fail(at + ".type must be int, float, bool or str");
-            break;
+            return;
         }
         out.push_back(ov);
-    }
+    });
     return out;
 }
 
