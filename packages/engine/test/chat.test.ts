@@ -1,21 +1,10 @@
 // The session's chat path against a fake chat layer (no addon): what reaches prepareChat and the
 // native request, stop strings, the answer and the history, the context policy, disposal.
 import { describe, expect, it } from 'vitest';
-import { BmoeError } from '../src/errors.js';
 import { messagesJson, type ChatMessage, type ToolDefinition } from '../src/messages.js';
 import { dropOldestTurn } from '../src/prompt.js';
 import { FakeChatModel, fakeChatSession, pieces } from './fake-chat.js';
-import { FakeModel } from './fake-native.js';
-
-function thrown(fn: () => unknown): BmoeError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof BmoeError) return e;
-    throw e;
-  }
-  throw new Error('did not throw');
-}
+import { FakeModel, thrown } from './fake-native.js';
 
 const WEATHER: ToolDefinition = { type: 'function', function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
 const TIME: ToolDefinition = { type: 'function', function: { name: 'time' } };

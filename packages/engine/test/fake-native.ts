@@ -12,6 +12,7 @@ import type {
   NativePrepareInput,
   NativeTokenEvent,
 } from '@bmoe/core-native';
+import { BmoeError } from '../src/errors.js';
 import { resolveLoadOptions } from '../src/options.js';
 import { SessionImpl } from '../src/session.js';
 
@@ -132,4 +133,15 @@ export function fakeSession(script: FakeScript = {}, contextSize = 4096): { sess
     onClosed: () => undefined,
   });
   return { session, ctx };
+}
+
+/** The BmoeError `fn` throws synchronously (anything else thrown fails the test; not throwing too). */
+export function thrown(fn: () => unknown): BmoeError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof BmoeError) return e;
+    throw e;
+  }
+  throw new Error('did not throw');
 }

@@ -2,22 +2,12 @@
 import { describe, expect, it } from 'vitest';
 import { BmoeError } from '../src/errors.js';
 import type { TokenEvent } from '../src/generation.js';
-import { BOS, fakeSession } from './fake-native.js';
+import { BOS, fakeSession, thrown } from './fake-native.js';
 
 async function collect(it: AsyncIterable<TokenEvent>): Promise<TokenEvent[]> {
   const out: TokenEvent[] = [];
   for await (const ev of it) out.push(ev);
   return out;
-}
-
-function thrown(fn: () => unknown): BmoeError {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof BmoeError) return e;
-    throw e;
-  }
-  throw new Error('did not throw');
 }
 
 describe('Session.generate', () => {
