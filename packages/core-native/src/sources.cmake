@@ -40,6 +40,7 @@ add_library(bmoe_runtime STATIC
     src/runtime/tokenize.cpp
     src/runtime/log_capture.cpp
     src/layout/expert_layout.cpp
+    src/layout/model_files.cpp
     src/stream/streamer.cpp
     src/stream/routing.cpp
     src/vm/expert_memory.cpp

@@ -5,7 +5,6 @@
 
 #include "bmoe/runtime/log_capture.h"
 #include "bmoe/stream/streamer.h"
-#include "bmoe/vm/file_guard.h"
 
 #include <stdexcept>
 
@@ -55,8 +54,9 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     self->gen->vocab   = llama_model_get_vocab(self->model->model);
     self->gen->n_batch = (int32_t) cp.n_batch;
     self->gen->observer = self->model->stream.get();
-    if (const file_guard * guard = self->model->guard.get()) {
-        self->gen->file_check = [guard](bool full) { return guard->check(full); };
+    if (!self->model->guards.empty()) {
+        const model_state * m = self->model.get();
+        self->gen->file_check = [m](bool full) { return m->file_check(full); };
     }
     llama_set_abort_callback(ctx, [](void * data) { return static_cast<generator *>(data)->abort_flag.load(); }, self->gen.get());
     return obj;

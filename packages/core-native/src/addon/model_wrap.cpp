@@ -8,7 +8,6 @@
 #include "bmoe/runtime/chat_format.h"
 #include "bmoe/runtime/prompt.h"
 #include "bmoe/runtime/tokenize.h"
-#include "bmoe/vm/file_guard.h"
 #include "bmoe/stream/streamer.h"
 
 #include <algorithm>
@@ -121,7 +120,7 @@ Napi::Value model_wrap::create_context(const Napi::CallbackInfo & info) {
 
 Napi::Value model_wrap::file_status(const Napi::CallbackInfo & info) {
     const model_state & st = live(info.Env());
-    return Napi::String::New(info.Env(), st.guard ? st.guard->check() : std::string());
+    return Napi::String::New(info.Env(), st.file_check());
 }
 
 Napi::Value model_wrap::close(const Napi::CallbackInfo & info) {

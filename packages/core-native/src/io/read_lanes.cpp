@@ -12,37 +12,47 @@
 
 namespace bmoe {
 
-read_lanes::read_lanes(const std::string & p, int32_t n_lanes, bool want_odirect) : path(p), odirect(want_odirect) {
-    struct stat st{};
-    if (stat(path.c_str(), &st) != 0) {
-        throw std::runtime_error(path + ": " + std::strerror(errno));
-    }
-    file_size = (uint64_t) st.st_size;
-    for (int32_t i = 0; i < n_lanes; i++) {
-        int fd = -1;
+// Opens one lane's descriptor on `path`: O_DIRECT unless refused (then buffered, with a warning).
+int read_lanes::open_file(const std::string & path) {
+    int fd = -1;
 #ifdef O_DIRECT
-        if (odirect) {
-            fd = open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-            if (fd < 0 && (errno == EINVAL || errno == EOPNOTSUPP)) {
-                odirect = false;
-                warning = path + ": O_DIRECT is not supported here (" + std::strerror(errno) + "); reading through the page cache";
-            }
+    if (odirect) {
+        fd = open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+        if (fd < 0 && (errno == EINVAL || errno == EOPNOTSUPP)) {
+            odirect = false;
+            warning = path + ": O_DIRECT is not supported here (" + std::strerror(errno) + "); reading through the page cache";
         }
+    }
 #else
-        odirect = false;
+    odirect = false;
 #endif
-        if (fd < 0) {
-            fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    if (fd >= 0 && !odirect) {
+        posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    }
+    return fd;
+}
+
+read_lanes::read_lanes(const std::vector<std::string> & ps, int32_t n_lanes, bool want_odirect) : paths(ps), odirect(want_odirect) {
+    for (const std::string & path : paths) {
+        struct stat st{};
+        if (stat(path.c_str(), &st) != 0) {
+            throw std::runtime_error(path + ": " + std::strerror(errno));
         }
-        if (fd < 0) {
-            const std::string why = std::strerror(errno);
-            for (int f : fds) close(f);
-            throw std::runtime_error(path + ": " + why);
+        file_sizes.push_back((uint64_t) st.st_size);
+    }
+    for (int32_t i = 0; i < n_lanes; i++) {
+        for (const std::string & path : paths) {
+            const int fd = open_file(path);
+            if (fd < 0) {
+                const std::string why = std::strerror(errno);
+                for (int f : fds) close(f);
+                throw std::runtime_error(path + ": " + why);
+            }
+            fds.push_back(fd);
         }
-        if (!odirect) {
-            posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-        }
-        fds.push_back(fd);
     }
     for (int32_t i = 0; i < n_lanes; i++) {
         threads.emplace_back([this, i]() { lane_main(i); });
@@ -97,7 +107,9 @@ std::string read_lanes::error() const {
     return first_error;
 }
 
-bool read_lanes::read_range(int fd, uint8_t * dst, uint64_t off, uint64_t len, std::string & err) {
+bool read_lanes::read_range(int32_t file, int fd, uint8_t * dst, uint64_t off, uint64_t len, std::string & err) {
+    const std::string & path = paths[(size_t) file];
+    const uint64_t file_size = file_sizes[(size_t) file];
     uint64_t done = 0;
     while (done < len) {
         const ssize_t n = pread(fd, dst + done, (size_t) (len - done), (off_t) (off + done));
@@ -125,7 +137,7 @@ bool read_lanes::read_range(int fd, uint8_t * dst, uint64_t off, uint64_t len, s
 }
 
 void read_lanes::lane_main(int idx) {
-    const int fd = fds[idx];
+    const int * lane_fds = fds.data() + (size_t) idx * paths.size();
     for (;;) {
         read_task t;
         {
@@ -152,7 +164,7 @@ void read_lanes::lane_main(int idx) {
             ok  = false;
             err = std::string("mapping an expert cache slot: ") + std::strerror(errno) + (errno == ENOMEM ? " (vm.max_map_count reached?)" : "");
         }
-        ok = ok && read_range(fd, t.dst, t.file_off, t.len, err);
+        ok = ok && read_range(t.file, lane_fds[t.file], t.dst, t.file_off, t.len, err);
         busy_ns += (uint64_t) std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
         if (ok) {
             bytes_read += t.len;

@@ -1,12 +1,9 @@
 #include "bmoe/layout/expert_layout.h"
 
-#include "gguf.h"
-
-#include <sys/stat.h>
+#include "bmoe/layout/model_files.h"
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -60,80 +57,71 @@ int32_t expert_layout::n_moe_layers() const {
 }
 
 namespace {
-struct gguf_deleter {
-    void operator()(gguf_context * c) const { gguf_free(c); }
-};
 
-int64_t kv_int(const gguf_context * g, const std::string & key) {
-    const int64_t id = gguf_find_key(g, key.c_str());
-    if (id < 0) return -1;
-    switch (gguf_get_kv_type(g, id)) {
-        case GGUF_TYPE_UINT32: return gguf_get_val_u32(g, id);
-        case GGUF_TYPE_INT32:  return gguf_get_val_i32(g, id);
-        case GGUF_TYPE_UINT64: return (int64_t) gguf_get_val_u64(g, id);
-        case GGUF_TYPE_INT64:  return gguf_get_val_i64(g, id);
-        case GGUF_TYPE_UINT16: return gguf_get_val_u16(g, id);
-        case GGUF_TYPE_UINT8:  return gguf_get_val_u8(g, id);
-        default:               return -1;
-    }
-}
-}  // namespace
-
-expert_layout expert_layout_read(const std::string & path) {
-    expert_layout L;
-    L.path = path;
-    struct stat st{};
-    if (stat(path.c_str(), &st) != 0) {
-        throw std::runtime_error(path + ": " + std::strerror(errno));
-    }
-    L.file_size = (uint64_t) st.st_size;
-    gguf_init_params params{ /*no_alloc*/ true, /*ctx*/ nullptr };
-    std::unique_ptr<gguf_context, gguf_deleter> g(gguf_init_from_file(path.c_str(), params));
-    if (!g) {
-        throw std::runtime_error(path + ": not a readable GGUF file");
-    }
-    const int64_t arch_id = gguf_find_key(g.get(), "general.architecture");
-    if (arch_id < 0 || gguf_get_kv_type(g.get(), arch_id) != GGUF_TYPE_STRING) {
-        throw std::runtime_error(path + ": no general.architecture");
-    }
-    L.arch          = gguf_get_val_str(g.get(), arch_id);
-    L.n_layer       = (int32_t) kv_int(g.get(), L.arch + ".block_count");
-    L.n_expert      = (int32_t) kv_int(g.get(), L.arch + ".expert_count");
-    L.n_expert_used = (int32_t) kv_int(g.get(), L.arch + ".expert_used_count");
-    if (L.n_expert <= 0 || L.n_expert_used <= 0) {
-        throw std::runtime_error(path + ": " + L.arch + " is not a Mixture-of-Experts model (no expert_count): nothing to stream");
-    }
-    const size_t data_off = gguf_get_data_offset(g.get());
-    L.data_offset = data_off;
-    const int64_t n = gguf_get_n_tensors(g.get());
+// Adds one file's tensors to L: experts into L.tensors, the rest into the dense bytes.
+void add_file(expert_layout & L, const model_file & f, int32_t shard) {
+    const gguf_context * g = f.header.get();
+    layout_shard sh;
+    sh.path        = f.path;
+    sh.file_size   = f.file_size;
+    sh.data_offset = f.data_offset;
+    const int64_t n = gguf_get_n_tensors(g);
     for (int64_t i = 0; i < n; i++) {
-        const std::string name = gguf_get_tensor_name(g.get(), i);
-        const uint64_t size = gguf_get_tensor_size(g.get(), i);
-        const uint64_t off  = data_off + gguf_get_tensor_offset(g.get(), i);
-        if (off + size > L.file_size) {
-            throw std::runtime_error(path + ": tensor " + name + " data ends at byte " + std::to_string(off + size) +
-                                     " but the file has " + std::to_string(L.file_size) + " bytes (truncated?)");
+        const std::string name = gguf_get_tensor_name(g, i);
+        const uint64_t size = gguf_get_tensor_size(g, i);
+        const uint64_t off  = f.data_offset + gguf_get_tensor_offset(g, i);
+        if (off + size > f.file_size) {
+            throw std::runtime_error(f.path + ": tensor " + name + " data ends at byte " + std::to_string(off + size) +
+                                     " but the file has " + std::to_string(f.file_size) + " bytes (truncated?)");
         }
         expert_tensor t;
         if (!expert_tensor_name(name, &t.layer, &t.proj)) {
-            L.dense_bytes += size;
+            sh.dense_bytes += size;
             continue;
         }
         if (size % (uint64_t) L.n_expert != 0) {
-            throw std::runtime_error(path + ": tensor " + name + " has " + std::to_string(size) + " bytes, not a multiple of " +
+            throw std::runtime_error(f.path + ": tensor " + name + " has " + std::to_string(size) + " bytes, not a multiple of " +
                                      std::to_string(L.n_expert) + " experts");
         }
         t.name        = name;
+        t.shard       = shard;
         t.file_offset = off;
         t.bytes       = size;
         t.slice_bytes = size / (uint64_t) L.n_expert;
-        L.expert_bytes += size;
+        sh.expert_bytes += size;
         L.tensors.push_back(std::move(t));
     }
+    L.file_size    += sh.file_size;
+    L.expert_bytes += sh.expert_bytes;
+    L.dense_bytes  += sh.dense_bytes;
+    L.shards.push_back(std::move(sh));
+}
+
+}  // namespace
+
+expert_layout expert_layout_read(const std::string & path) {
+    const std::vector<model_file> files = model_files_open(path);
+    const gguf_context * g = files[0].header.get();
+    expert_layout L;
+    L.path = path;
+    const int64_t arch_id = gguf_find_key(g, "general.architecture");
+    if (arch_id < 0 || gguf_get_kv_type(g, arch_id) != GGUF_TYPE_STRING) {
+        throw std::runtime_error(path + ": no general.architecture");
+    }
+    L.arch          = gguf_get_val_str(g, arch_id);
+    L.n_layer       = (int32_t) gguf_int(g, L.arch + ".block_count");
+    L.n_expert      = (int32_t) gguf_int(g, L.arch + ".expert_count");
+    L.n_expert_used = (int32_t) gguf_int(g, L.arch + ".expert_used_count");
+    if (L.n_expert <= 0 || L.n_expert_used <= 0) {
+        throw std::runtime_error(path + ": " + L.arch + " is not a Mixture-of-Experts model (no expert_count): nothing to stream");
+    }
+    for (size_t i = 0; i < files.size(); i++) add_file(L, files[i], (int32_t) i);
     if (L.tensors.empty()) {
         throw std::runtime_error(path + ": no expert tensors (blk.N.ffn_*_exps.weight) found");
     }
-    std::sort(L.tensors.begin(), L.tensors.end(), [](const expert_tensor & a, const expert_tensor & b) { return a.file_offset < b.file_offset; });
+    std::sort(L.tensors.begin(), L.tensors.end(), [](const expert_tensor & a, const expert_tensor & b) {
+        return a.shard != b.shard ? a.shard < b.shard : a.file_offset < b.file_offset;
+    });
     return L;
 }
 

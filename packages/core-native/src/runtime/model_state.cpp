@@ -3,6 +3,7 @@
 #include "bmoe/runtime/log_capture.h"
 
 #include "bmoe/layout/expert_layout.h"
+#include "bmoe/layout/model_files.h"
 #include "bmoe/stream/streamer.h"
 #include "bmoe/vm/expert_memory.h"
 #include "bmoe/vm/file_guard.h"
@@ -18,11 +19,19 @@
 namespace bmoe {
 
 model_state::~model_state() {
-    guard.reset();  // unregister before the mapping goes away
+    guards.clear(); // unregister before the mappings go away
     stream.reset(); // before the model: its mapping holds the streamed expert memory
     if (chat_templates) common_chat_templates_free(chat_templates);
     if (chatml) common_chat_templates_free(chatml);
     if (model) llama_model_free(model);
+}
+
+std::string model_state::file_check(bool stat_files) const {
+    for (const auto & g : guards) {
+        std::string why = g->check(stat_files);
+        if (!why.empty()) return why;
+    }
+    return "";
 }
 
 std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
@@ -81,12 +90,20 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
         for (const auto & kv : p.kv_overrides) {
             if (key == kv.key && kv.tag == LLAMA_KV_OVERRIDE_TYPE_INT) top_k = (int32_t) kv.val_i64;
         }
-        uint8_t * base = find_mapping_base(p.path);
-        if (!base) throw std::runtime_error(p.path + ": the model file is not mapped in this process; cannot stream its experts");
-        st_ptr->stream = std::make_unique<streamer>(p.stream, layout, base, top_k);
+        std::vector<uint8_t *> bases;
+        for (const auto & sh : layout.shards) bases.push_back(find_mapping_base(sh.path));
+        st_ptr->stream = std::make_unique<streamer>(p.stream, layout, bases, top_k);
     }
-    // After the streamer: its expert memory no longer maps the file, only the rest is guarded.
-    if (p.use_mmap) st_ptr->guard = std::make_unique<file_guard>(p.path);
+    // After the streamer: its expert memory no longer maps the files, only the rest is guarded.
+    if (p.use_mmap) {
+        std::vector<std::string> files;
+        if (p.stream.enabled) {
+            for (const auto & sh : layout.shards) files.push_back(sh.path);
+        } else {
+            for (const auto & f : model_files_open(p.path)) files.push_back(f.path);
+        }
+        for (const std::string & f : files) st_ptr->guards.push_back(std::make_unique<file_guard>(f));
+    }
     try {
         st_ptr->chat_templates = common_chat_templates_init(model, "").release();
         st_ptr->chatml         = common_chat_templates_init(model, "chatml").release();

@@ -178,6 +178,7 @@ bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_ta
         if (redirect) {
             // Same page-rounded read, into the slot (destination and file offset stay page aligned).
             t.state    = &st;
+            t.file     = lt[j]->shard;
             t.dst      = pool.addr(s, j);
             t.file_off = sp.read_off;
             t.len      = (uint64_t) (sp.read_hi - sp.read_lo);
@@ -185,6 +186,7 @@ bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_ta
             continue;
         }
         t.state    = &st;
+        t.file     = lt[j]->shard;
         t.dst      = sp.read_lo;
         t.file_off = sp.read_off;
         t.len      = (uint64_t) (sp.read_hi - sp.read_lo);

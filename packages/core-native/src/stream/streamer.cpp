@@ -68,7 +68,7 @@ void streamer_unregister(streamer * s) {
     }
 }
 
-streamer::streamer(const stream_config & c, const expert_layout & L, uint8_t * mapping_base, int32_t n_expert_used)
+streamer::streamer(const stream_config & c, const expert_layout & L, const std::vector<uint8_t *> & mapping_bases, int32_t n_expert_used)
     : cfg(c), layout(L), top_k(n_expert_used) {
     if (cfg.overlap && !streamer_overlap_supported()) {
         throw std::runtime_error("--overlap needs the per-expert wait point in ggml-cpu (patch 0002), which this build lacks");
@@ -76,14 +76,9 @@ streamer::streamer(const stream_config & c, const expert_layout & L, uint8_t * m
     if (top_k <= 0 || top_k > layout.n_expert) {
         throw std::runtime_error("experts used per token must be between 1 and " + std::to_string(layout.n_expert) + ", got " + std::to_string(top_k));
     }
-    model_fd = open(layout.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (model_fd < 0) throw std::runtime_error(layout.path + ": " + std::strerror(errno));
-    struct stat st{};
-    fstat(model_fd, &st);
-    model_mtime_ns = mtime_ns(st);
-
-    index_tensors(mapping_base);
-    setup_memory(mapping_base);
+    open_files(mapping_bases);
+    index_tensors();
+    setup_memory();
     size_cache();
 
     const size_t n_units = (size_t) layout.n_layer * layout.n_expert;
@@ -94,40 +89,74 @@ streamer::streamer(const stream_config & c, const expert_layout & L, uint8_t * m
     slices = std::vector<slice_state>(n_units * n_proj);
     set_pool_slots(std::max(configured_slots, top_k));
 
-    lanes = std::make_unique<read_lanes>(layout.path, cfg.io_threads, cfg.odirect);
+    std::vector<std::string> paths;
+    for (const auto & sh : layout.shards) paths.push_back(sh.path);
+    lanes = std::make_unique<read_lanes>(paths, cfg.io_threads, cfg.odirect);
     if (!lanes->warning.empty()) warning = lanes->warning;
     streamer_register(this);
 }
 
+// One descriptor per shard for setup and the change check, with the identity seen at load.
+void streamer::open_files(const std::vector<uint8_t *> & mapping_bases) {
+    for (size_t i = 0; i < layout.shards.size(); i++) {
+        const std::string & path = layout.shards[i].path;
+        const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
+        model_fds.push_back(fd);
+        struct stat st{};
+        fstat(fd, &st);
+        model_mtime_ns.push_back(mtime_ns(st));
+    }
+    for (const auto & t : layout.tensors) {
+        if (mapping_bases[(size_t) t.shard] == nullptr) {
+            throw std::runtime_error(layout.shards[(size_t) t.shard].path + ": not mapped in this process; cannot stream its experts");
+        }
+    }
+    mem.bases = mapping_bases;
+    mem.page  = (uint64_t) sysconf(_SC_PAGESIZE);
+}
+
 // Tensors per layer in file order (the order the projections are stored and computed), and the
 // lookup from a tensor's mapped address to (layer, projection).
-void streamer::index_tensors(uint8_t * mapping_base) {
+void streamer::index_tensors() {
     layer_tensors.resize((size_t) layout.n_layer);
-    for (const auto & t : layout.tensors) layer_tensors[(size_t) t.layer].push_back(&t);
+    for (size_t i = 0; i < layout.tensors.size(); i++) {
+        const expert_tensor & t = layout.tensors[i];
+        if (t.layer < 0 || t.layer >= layout.n_layer) {
+            throw std::runtime_error(layout.shards[(size_t) t.shard].path + ": tensor " + t.name + " names layer " + std::to_string(t.layer) +
+                                     " but the model has " + std::to_string(layout.n_layer));
+        }
+        layer_tensors[(size_t) t.layer].push_back(&t);
+        uint8_t * lo = mem.addr(t, t.file_offset);
+        uint8_t * hi = lo + t.bytes;
+        if (i == 0 || t.shard != layout.tensors[i - 1].shard) {
+            regions.emplace_back(lo, hi);
+        } else {
+            regions.back().second = hi;
+        }
+    }
     for (const auto & lt : layer_tensors) n_proj = std::max<int32_t>(n_proj, (int32_t) lt.size());
-    region_lo = mapping_base + layout.tensors.front().file_offset;
-    region_hi = mapping_base + layout.tensors.back().file_offset + layout.tensors.back().bytes;
     for (size_t l = 0; l < layer_tensors.size(); l++) {
         for (size_t j = 0; j < layer_tensors[l].size(); j++) {
-            tensor_index.push_back({ mapping_base + layer_tensors[l][j]->file_offset, { (int32_t) l, (int32_t) j } });
+            const expert_tensor & t = *layer_tensors[l][j];
+            tensor_index.push_back({ mem.addr(t, t.file_offset), { (int32_t) l, (int32_t) j } });
         }
     }
     std::sort(tensor_index.begin(), tensor_index.end());
 }
 
-void streamer::setup_memory(uint8_t * mapping_base) {
+void streamer::setup_memory() {
     // Redirect when mul_mat_id can be told where an expert is (BMOE_STREAM_CANONICAL=1 forces the
     // in-place mapping, which works without patch 0002).
     const char * canon = std::getenv("BMOE_STREAM_CANONICAL");
     redirect = streamer_overlap_supported() && !(canon && *canon && *canon != '0');
-    if (redirect) {
-        mem.base = mapping_base;
-        mem.page = (uint64_t) sysconf(_SC_PAGESIZE);
-    } else {
-        mem.setup(mapping_base, layout, model_fd);
+    if (!redirect) {
+        mem.setup(mem.bases, layout, model_fds);
     }
     if (cfg.dense_weights == dense_weights_mode::anon) {
-        mem.make_dense_anonymous(layout, layout.data_offset, model_fd);
+        for (size_t i = 0; i < layout.shards.size(); i++) {
+            if (mem.bases[i]) mem.make_dense_anonymous(layout, (int32_t) i, model_fds[i]);
+        }
     }
     if (!redirect) return;
     // A slot holds every projection of one expert, each read page-rounded from its file offset.
@@ -168,7 +197,7 @@ void streamer::size_cache() {
 streamer::~streamer() {
     streamer_unregister(this);
     lanes.reset(); // joins the lanes before the memory they write goes away
-    if (model_fd >= 0) close(model_fd);
+    for (int fd : model_fds) close(fd);
 }
 
 stream_info streamer::info() const {
@@ -219,13 +248,18 @@ void streamer::begin_decode(std::atomic<bool> * abort) {
         err.clear();
     }
     // A file changed under us would feed garbage into the experts: refuse instead.
-    struct stat st{};
-    if (fstat(model_fd, &st) != 0 || (uint64_t) st.st_size != layout.file_size || mtime_ns(st) != model_mtime_ns) {
-        fail(layout.path + ": the model file changed on disk while streaming (size or modification time differs from load)");
-    }
-    struct stat st_path{};
-    if (stat(layout.path.c_str(), &st_path) != 0 || st_path.st_ino != st.st_ino) {
-        fail(layout.path + ": the model file was replaced or removed while streaming");
+    for (size_t i = 0; i < layout.shards.size(); i++) {
+        const layout_shard & sh = layout.shards[i];
+        struct stat st{};
+        if (fstat(model_fds[i], &st) != 0 || (uint64_t) st.st_size != sh.file_size || mtime_ns(st) != model_mtime_ns[i]) {
+            fail(sh.path + ": the model file changed on disk while streaming (size or modification time differs from load)");
+            break;
+        }
+        struct stat st_path{};
+        if (stat(sh.path.c_str(), &st_path) != 0 || st_path.st_ino != st.st_ino) {
+            fail(sh.path + ": the model file was replaced or removed while streaming");
+            break;
+        }
     }
 }
 

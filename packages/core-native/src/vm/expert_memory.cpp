@@ -50,35 +50,37 @@ uint8_t * find_mapping_base(const std::string & path) {
     return vmas.empty() ? nullptr : (uint8_t *) (vmas.front().start - vmas.front().file_offset);
 }
 
-void expert_memory::setup(uint8_t * mapping_base, const expert_layout & L, int fd) {
-    base = mapping_base;
+void expert_memory::setup(const std::vector<uint8_t *> & mapping_bases, const expert_layout & L, const std::vector<int> & fds) {
+    bases = mapping_bases;
     page = (uint64_t) sysconf(_SC_PAGESIZE);
-    // Merge the tensors' page ranges: adjacent expert tensors share their boundary page.
-    std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+    // Merge the tensors' page ranges: adjacent expert tensors share their boundary page (never
+    // across shards: each has its own mapping and file).
+    struct range { int32_t shard; uintptr_t lo, hi; };
+    std::vector<range> ranges;
     for (const auto & t : L.tensors) {
-        const uintptr_t lo = page_floor((uintptr_t) (base + t.file_offset), page);
-        const uintptr_t hi = page_ceil((uintptr_t) (base + t.file_offset + t.bytes), page);
-        if (!ranges.empty() && lo <= ranges.back().second) {
-            ranges.back().second = std::max(ranges.back().second, hi);
+        const uintptr_t lo = page_floor((uintptr_t) addr(t, t.file_offset), page);
+        const uintptr_t hi = page_ceil((uintptr_t) addr(t, t.file_offset + t.bytes), page);
+        if (!ranges.empty() && ranges.back().shard == t.shard && lo <= ranges.back().hi) {
+            ranges.back().hi = std::max(ranges.back().hi, hi);
         } else {
-            ranges.emplace_back(lo, hi);
+            ranges.push_back({ t.shard, lo, hi });
         }
     }
-    std::vector<uint8_t> pagebuf(page);
     for (const auto & r : ranges) {
         // Edge pages may hold bytes of dense neighbours: keep a copy before the remap.
-        const uintptr_t edges[2] = { r.first, r.second - page };
+        const layout_shard & sh = L.shards[(size_t) r.shard];
+        const uintptr_t edges[2] = { r.lo, r.hi - page };
         std::vector<std::vector<uint8_t>> saved;
         for (uintptr_t e : edges) {
-            const uint64_t off = (uint64_t) (e - (uintptr_t) base);
-            const uint64_t n   = std::min<uint64_t>(page, L.file_size - std::min(L.file_size, off));
+            const uint64_t off = (uint64_t) (e - (uintptr_t) bases[(size_t) r.shard]);
+            const uint64_t n   = std::min<uint64_t>(page, sh.file_size - std::min(sh.file_size, off));
             std::vector<uint8_t> buf(page, 0);
-            if (n > 0 && pread(fd, buf.data(), n, (off_t) off) != (ssize_t) n) {
-                throw std::runtime_error(L.path + ": " + errno_str("reading an expert boundary page"));
+            if (n > 0 && pread(fds[(size_t) r.shard], buf.data(), n, (off_t) off) != (ssize_t) n) {
+                throw std::runtime_error(sh.path + ": " + errno_str("reading an expert boundary page"));
             }
             saved.push_back(std::move(buf));
         }
-        void * p = mmap((void *) r.first, r.second - r.first, PROT_READ | PROT_WRITE,
+        void * p = mmap((void *) r.lo, r.hi - r.lo, PROT_READ | PROT_WRITE,
                         MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) {
             throw std::runtime_error(errno_str("mmap over the expert tensors"));
@@ -121,10 +123,10 @@ void expert_memory::setup(uint8_t * mapping_base, const expert_layout & L, int f
 slice_span expert_memory::span(const expert_tensor & t, int32_t expert) const {
     slice_span s;
     const uint64_t off = t.file_offset + (uint64_t) expert * t.slice_bytes;
-    s.addr     = base + off;
+    s.addr     = addr(t, off);
     s.len      = t.slice_bytes;
     s.read_off = off & ~(page - 1);
-    s.read_lo  = base + s.read_off;
+    s.read_lo  = addr(t, s.read_off);
     s.read_hi  = (uint8_t *) page_ceil((uintptr_t) (s.addr + s.len), page);
     s.own_lo   = (uint8_t *) page_ceil((uintptr_t) s.addr, page);
     s.own_hi   = (uint8_t *) page_floor((uintptr_t) (s.addr + s.len), page);
@@ -139,11 +141,14 @@ void expert_memory::resize_pool(int32_t n) {
     n_slots = n;
 }
 
-uint64_t expert_memory::make_dense_anonymous(const expert_layout & L, uint64_t data_offset, int fd) {
+uint64_t expert_memory::make_dense_anonymous(const expert_layout & L, int32_t shard, int fd) {
     // Dense page ranges: the tensor data minus the pages wholly inside expert tensors. Pages an
     // expert tensor shares with a dense neighbour are copied too: they hold dense bytes.
+    const layout_shard & sh = L.shards[(size_t) shard];
+    uint8_t * const base = bases[(size_t) shard];
     std::vector<std::pair<uint64_t, uint64_t>> expert_pages;
     for (const auto & t : L.tensors) {
+        if (t.shard != shard) continue;
         const uint64_t lo = (t.file_offset + page - 1) & ~(page - 1);
         const uint64_t hi = (t.file_offset + t.bytes) & ~(page - 1);
         if (hi <= lo) continue;
@@ -153,8 +158,8 @@ uint64_t expert_memory::make_dense_anonymous(const expert_layout & L, uint64_t d
             expert_pages.emplace_back(lo, hi);
         }
     }
-    const uint64_t end = (L.file_size + page - 1) & ~(page - 1);
-    uint64_t pos = data_offset & ~(page - 1), copied = 0;
+    const uint64_t end = (sh.file_size + page - 1) & ~(page - 1);
+    uint64_t pos = sh.data_offset & ~(page - 1), copied = 0;
     auto copy_range = [&](uint64_t lo, uint64_t hi) {
         if (hi <= lo) return;
         const uint64_t len = hi - lo;
@@ -162,11 +167,11 @@ uint64_t expert_memory::make_dense_anonymous(const expert_layout & L, uint64_t d
         void * tmp = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (tmp == MAP_FAILED) throw std::runtime_error(errno_str("allocating anonymous memory for the dense weights"));
         uint64_t done = 0;
-        while (done < len && lo + done < L.file_size) {
+        while (done < len && lo + done < sh.file_size) {
             const ssize_t n = pread(fd, (uint8_t *) tmp + done, (size_t) std::min<uint64_t>(len - done, 64ull << 20), (off_t) (lo + done));
             if (n <= 0) {
                 munmap(tmp, len);
-                throw std::runtime_error(L.path + ": " + errno_str("reading the dense weights"));
+                throw std::runtime_error(sh.path + ": " + errno_str("reading the dense weights"));
             }
             done += (uint64_t) n;
         }

@@ -1,5 +1,5 @@
 #pragma once
-// Parallel read lanes: N threads, each with its own descriptor on the model file, reading
+// Parallel read lanes: N threads, each with its own descriptor on every file of the model, reading
 // page-aligned ranges straight into place with O_DIRECT (buffered where O_DIRECT is refused).
 // A slice's completion is published through its `slice_state`; waiters block on a condition.
 #include <atomic>
@@ -26,6 +26,7 @@ struct slice_state {
 //    unless `*unmap_gen` moved on from `unmap_expect` (the unit came back and was mapped anew).
 struct read_task {
     slice_state * state    = nullptr;
+    int32_t       file     = 0;       // which of the lanes' files (a split model's shard)
     uint8_t *     dst      = nullptr; // page-aligned
     uint64_t      file_off = 0;       // page-aligned
     uint64_t      len      = 0;       // page multiple
@@ -40,7 +41,8 @@ struct read_task {
 };
 
 struct read_lanes {
-    read_lanes(const std::string & path, int32_t n_lanes, bool odirect);
+    // `paths`: the model's files (one, or a split model's shards in order).
+    read_lanes(const std::vector<std::string> & paths, int32_t n_lanes, bool odirect);
     ~read_lanes();
     read_lanes(const read_lanes &) = delete;
     read_lanes & operator=(const read_lanes &) = delete;
@@ -60,11 +62,12 @@ struct read_lanes {
 
   private:
     void lane_main(int idx);
-    bool read_range(int fd, uint8_t * dst, uint64_t off, uint64_t len, std::string & err);
+    bool read_range(int32_t file, int fd, uint8_t * dst, uint64_t off, uint64_t len, std::string & err);
+    int  open_file(const std::string & path);
 
-    std::string              path;
+    std::vector<std::string> paths;
     bool                     odirect = true;
-    std::vector<int>         fds;
+    std::vector<int>         fds;        // [lane * paths.size() + file]
     std::vector<std::thread> threads;
     std::mutex               mu;
     std::condition_variable  cv_work;
@@ -72,7 +75,7 @@ struct read_lanes {
     std::deque<read_task>    queue;
     bool                     stopping = false;
     std::string              first_error;
-    uint64_t                 file_size = 0;
+    std::vector<uint64_t>    file_sizes; // per file, at open
 };
 
 }  // namespace bmoe

@@ -1,6 +1,7 @@
 #pragma once
-// Where a model's expert tensors live in its GGUF file: read from the header alone
-// (gguf_init_from_file with no_alloc), never from the tensor data.
+// Where a model's expert tensors live in its GGUF file(s): read from the headers alone
+// (gguf_init_from_file with no_alloc), never from the tensor data. A split model is one layout
+// over all its shards; every tensor names the shard that holds it.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,22 +16,32 @@ struct expert_tensor {
     std::string name;
     int32_t     layer       = 0;
     expert_proj proj        = expert_proj::gate;
-    uint64_t    file_offset = 0;  // absolute offset of the tensor data in the file
+    int32_t     shard       = 0;  // index into expert_layout::shards
+    uint64_t    file_offset = 0;  // absolute offset of the tensor data in its shard's file
     uint64_t    bytes       = 0;
     uint64_t    slice_bytes = 0;  // one expert: bytes / n_expert (contiguous, nb[2])
 };
 
+// One file of the model (the whole model unless it is split).
+struct layout_shard {
+    std::string path;
+    uint64_t    file_size    = 0;
+    uint64_t    data_offset  = 0; // start of the tensor data
+    uint64_t    expert_bytes = 0;
+    uint64_t    dense_bytes  = 0;
+};
+
 struct expert_layout {
-    std::string                path;
+    std::string                path;              // the model's name: its (first) file
     std::string                arch;
     int32_t                    n_layer       = 0;
     int32_t                    n_expert      = 0;
     int32_t                    n_expert_used = 0;
-    uint64_t                   file_size     = 0;
-    uint64_t                   data_offset   = 0; // start of the tensor data
+    uint64_t                   file_size     = 0; // all shards
     uint64_t                   expert_bytes  = 0; // all expert tensors
     uint64_t                   dense_bytes   = 0; // every other tensor
-    std::vector<expert_tensor> tensors;           // sorted by file offset
+    std::vector<layout_shard>  shards;            // one per file, in split order
+    std::vector<expert_tensor> tensors;           // sorted by (shard, file offset)
 
     // Bytes of one expert of `layer`, all its projections (the unit the cache moves).
     uint64_t unit_bytes(int32_t layer) const;
@@ -46,7 +57,9 @@ bool expert_tensor_name(const std::string & name, int32_t * layer, expert_proj *
 // The ECMAScript regex handed to llama.cpp's loader (llama_model_params::cold_tensors).
 extern const char * const EXPERT_TENSOR_REGEX;
 
-// Throws std::runtime_error naming the file on malformed input or a model without experts.
+// Reads the model named by `path` (a single file or the first shard of a split one; see
+// model_files.h). Throws std::runtime_error naming the file on malformed input, a bad split or a
+// model without experts.
 expert_layout expert_layout_read(const std::string & path);
 
 }  // namespace bmoe

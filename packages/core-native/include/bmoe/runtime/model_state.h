@@ -33,10 +33,13 @@ struct model_state {
     common_chat_templates * chatml         = nullptr;  // ChatML, for --chatml
     std::string            path;
     std::unique_ptr<streamer> stream;  // set when the experts are streamed
-    std::unique_ptr<file_guard> guard; // SIGBUS recovery and change check for the mapped file
+    std::vector<std::unique_ptr<file_guard>> guards; // SIGBUS recovery and change check, per mapped file (shard)
     std::mutex             decode_mutex; // contexts of one model decode one at a time when streamed
 
     ~model_state();
+
+    // "" while every file of the model is as loaded, else one line naming the file (file_guard::check).
+    std::string file_check(bool stat_files = true) const;
 };
 
 // Throws std::runtime_error with a one-line message naming the file.

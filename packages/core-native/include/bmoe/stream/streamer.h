@@ -37,10 +37,11 @@ struct stream_info {
 };
 
 struct streamer : decode_observer {
-    // Opens lanes, rebinds the expert tensors of `mapping_base` onto engine memory and sizes the
-    // cache. `n_expert_used` is the top-k in force (after any override). `cfg` was validated by
-    // the caller (model_state_load). Throws std::runtime_error.
-    streamer(const stream_config & cfg, const expert_layout & layout, uint8_t * mapping_base, int32_t n_expert_used);
+    // Opens lanes, rebinds the expert tensors of the mappings (`mapping_bases`: per shard of
+    // `layout`, the address of its file offset 0; nullptr for a shard without a mapping) onto
+    // engine memory and sizes the cache. `n_expert_used` is the top-k in force (after any
+    // override). `cfg` was validated by the caller (model_state_load). Throws std::runtime_error.
+    streamer(const stream_config & cfg, const expert_layout & layout, const std::vector<uint8_t *> & mapping_bases, int32_t n_expert_used);
     ~streamer() override;
 
     // llama.cpp cb_eval (one per context; the engine owns it).
@@ -53,14 +54,20 @@ struct streamer : decode_observer {
     // Called from the mul_mat_id hook (any compute thread): waits for the expert when it is still
     // being read, and returns where it is (redirect mode) or nullptr (canonical addresses).
     const void * on_expert(const ggml_tensor * weights, int32_t expert, int ith);
-    bool owns(const void * data) const { return (const uint8_t *) data >= region_lo && (const uint8_t *) data < region_hi; }
+    bool owns(const void * data) const {
+        for (const auto & r : regions) {
+            if ((const uint8_t *) data >= r.first && (const uint8_t *) data < r.second) return true;
+        }
+        return false;
+    }
 
     stream_info info() const;
 
   private:
     // Setup (streamer.cpp).
-    void index_tensors(uint8_t * mapping_base);
-    void setup_memory(uint8_t * mapping_base);
+    void open_files(const std::vector<uint8_t *> & mapping_bases);
+    void index_tensors();
+    void setup_memory();
     void size_cache();
     bool on_eval(ggml_tensor * t, bool ask);
     // Residency (routing.cpp).
@@ -99,11 +106,10 @@ struct streamer : decode_observer {
     std::vector<int32_t>                            free_slots;
     int32_t                                         n_proj = 0;
     int32_t                                         current_layer = -1;
-    uint8_t *                                       region_lo = nullptr;
-    uint8_t *                                       region_hi = nullptr;
+    std::vector<std::pair<uint8_t *, uint8_t *>>   regions;         // per shard with experts: [first, end) of its expert tensors
     std::vector<std::pair<const void *, std::pair<int32_t, int32_t>>> tensor_index; // data → (layer, j), sorted
-    int                                             model_fd = -1;
-    int64_t                                         model_mtime_ns = 0;
+    std::vector<int>                                model_fds;       // per shard (edge pages, --dense-weights anon, the change check)
+    std::vector<int64_t>                            model_mtime_ns;  // per shard, at load
 
     mutable std::mutex  err_mu;
     std::string         err;

@@ -27,7 +27,7 @@ struct slice_span {
 };
 
 struct expert_memory {
-    uint8_t *              base       = nullptr; // address of file offset 0 in the mapping
+    std::vector<uint8_t *> bases;                // per shard: address of its file offset 0 in its mapping
     uint64_t               page       = 4096;
     int                    memfd      = -1;
     uint64_t               slot_bytes = 0;
@@ -41,8 +41,11 @@ struct expert_memory {
     ~expert_memory();
 
     // Replaces the expert tensors' pages with anonymous memory and refills the edge pages that
-    // hold non-expert bytes from `fd`. Throws std::runtime_error on failure.
-    void setup(uint8_t * mapping_base, const expert_layout & L, int fd);
+    // hold non-expert bytes from each shard's descriptor in `fds`. Throws std::runtime_error.
+    void setup(const std::vector<uint8_t *> & mapping_bases, const expert_layout & L, const std::vector<int> & fds);
+
+    // Where a tensor's file offset `off` sits in memory.
+    uint8_t * addr(const expert_tensor & t, uint64_t off) const { return bases[(size_t) t.shard] + off; }
 
     slice_span span(const expert_tensor & t, int32_t expert) const;
 
@@ -59,8 +62,9 @@ struct expert_memory {
 
     // --dense-weights anon: every non-expert page of the tensor data becomes anonymous memory
     // holding the same bytes, so the page cache cannot evict the dense weights under pressure
-    // (their re-faults would look like compute). Call after setup(). Returns the bytes copied.
-    uint64_t make_dense_anonymous(const expert_layout & L, uint64_t data_offset, int fd);
+    // (their re-faults would look like compute). Call after setup() (or with `bases` set), once
+    // per shard. Returns the bytes copied.
+    uint64_t make_dense_anonymous(const expert_layout & L, int32_t shard, int fd);
 };
 
 // Finds the address of file offset 0 of `path`'s mapping in this process (/proc/self/maps):
