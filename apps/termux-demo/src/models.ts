@@ -24,9 +24,13 @@ export interface ModelEntry {
   error: string | null;
 }
 
-/** True for names the picker lists: `*.gguf`, not hidden. */
+/**
+ * True for names the picker lists: `*.gguf`, not hidden, and not a later shard of a split model
+ * (`*-00002-of-00003.gguf`: the first shard names the whole model).
+ */
 export function isModelFile(name: string): boolean {
-  return !name.startsWith('.') && name.toLowerCase().endsWith('.gguf');
+  const shard = /-(\d{5,})-of-\d{5,}\.gguf$/.exec(name);
+  return !name.startsWith('.') && name.toLowerCase().endsWith('.gguf') && (shard === null || Number(shard[1]) === 1);
 }
 
 /** The GGUFs directly inside `dir`, sorted by file name. A missing folder lists nothing. */

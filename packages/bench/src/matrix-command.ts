@@ -1,10 +1,10 @@
 // `bmoe-bench matrix` / `bmoe bench matrix`: the flags, the built-in bench model (made once with
 // `bmoe make-model`), the memory limit, progress bars or plain lines, Ctrl-C as a clean stop.
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { MultiBar, Presets } from 'cli-progress';
-import type { BenchRow } from '@bmoe/engine';
+import { inspectModel, type BenchRow } from '@bmoe/engine';
 import { runInCgroup } from './cgroup.js';
 import { DEFAULT_BENCH_MODEL, loadConfigSet } from './configs.js';
 import { DEFAULT_PROMPT, collect, int, invokedCommand, num } from './flags.js';
@@ -48,12 +48,12 @@ async function defaultModel(bmoe: string[], log: (l: string) => void): Promise<s
   return path;
 }
 
-/** `--mem-limit` in bytes: GiB, or a share of the largest model file; null without the flag. */
-function memLimitBytes(spec: string | undefined, models: readonly string[]): number | null {
+/** `--mem-limit` in bytes: GiB, or a share of the largest model (all its shards); null without the flag. */
+async function memLimitBytes(spec: string | undefined, models: readonly string[]): Promise<number | null> {
   if (spec === undefined) return null;
-  return spec.endsWith('%')
-    ? Math.floor((Number(spec.slice(0, -1)) / 100) * Math.max(...models.map((m) => statSync(m).size)))
-    : Math.floor(Number(spec) * 2 ** 30);
+  if (!spec.endsWith('%')) return Math.floor(Number(spec) * 2 ** 30);
+  const sizes = await Promise.all(models.map(async (m) => (await inspectModel(m)).fileBytes));
+  return Math.floor((Number(spec.slice(0, -1)) / 100) * Math.max(...sizes));
 }
 
 /** What a finished row says on its progress line: tok/s, or its status and error. */
@@ -103,7 +103,7 @@ async function matrixAction(o: MatrixFlags, bmoe: () => string[]): Promise<void>
   const progress = o.progress && Boolean(process.stderr.isTTY) ? barProgress() : plainProgress();
   const models = o.model ?? [await defaultModel(bmoe(), progress.log)];
   for (const m of models) if (!existsSync(m)) throw new Error(`--model ${m}: no such file`);
-  const limit = memLimitBytes(o.memLimit, models);
+  const limit = await memLimitBytes(o.memLimit, models);
   mkdirSync(o.out, { recursive: true });
   writeFileSync(join(o.out, 'command.txt'), `${invokedCommand()}\n`);
   const ac = new AbortController();

@@ -5,7 +5,7 @@
 // (the schema's BenchRow). Every file is written under a temporary name and renamed into place,
 // and `.metrics.json` is the row's completion mark: a rerun skips rows that have it, an
 // interrupted run leaves only complete rows behind.
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, release, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import {
@@ -204,7 +204,7 @@ async function runRow(
     model: {
       name: modelSlug(model),
       path: resolve(model),
-      fileBytes: statSync(model).size,
+      fileBytes: header.fileBytes,
       denseBytes: header.denseBytes,
       expertBytes: header.expertBytes,
       workingSetBytes: header.workingSetBytes,

@@ -15,7 +15,7 @@ export { StopMatcher } from './stop.js';
 export type { Generation, GenerationResult, StopReason, TokenEvent } from './generation.js';
 export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions } from './options.js';
 export { defaultThreads } from './options.js';
-export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo } from './inspect.js';
+export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo, type ModelShardInfo } from './inspect.js';
 export { isNativeAvailable } from './native.js';
 export { llamaToolPath, nativeBuild, readCeiling, type NativeBuild, type ReadCeiling, type ReadCeilingOptions } from './native-tools.js';
 export {

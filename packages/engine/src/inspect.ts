@@ -2,15 +2,25 @@
 // what Model.info extends. The expert/dense split and the working set come from @bmoe/gguf's
 // describeModel, the one place that classifies tensors.
 import { stat } from 'node:fs/promises';
-import { GgufError, checkLlamaLimits, describeModel, readGguf, type GgufFile } from '@bmoe/gguf';
+import { GgufError, checkLlamaLimits, describeModel, readGgufModel, type GgufFile, type GgufModel } from '@bmoe/gguf';
 import { BmoeError, messageOf } from './errors.js';
 import { opt, optionError } from './options/errors.js';
 
 export type ExpertProjection = 'gate' | 'up' | 'down' | 'gate_up';
 
-export interface ModelHeaderInfo {
+/** One file of a model: the model file, or one shard of a split model. */
+export interface ModelShardInfo {
   path: string;
+  bytes: number;
+}
+
+export interface ModelHeaderInfo {
+  /** The model file, or the first shard of a split model (how the model is named). */
+  path: string;
+  /** Bytes of all the model's files (every shard of a split model). */
   fileBytes: number;
+  /** The model's files in order: the file itself, or every shard (`<prefix>-0000k-of-0000n.gguf`). */
+  shards: ModelShardInfo[];
   architecture: string;
   name: string | null;
   layers: number;
@@ -26,7 +36,7 @@ export interface ModelHeaderInfo {
   tensors: number;
   /** Tensor bytes per ggml type name, largest first. */
   quantTypes: Array<{ type: string; bytes: number }>;
-  /** All tensor data bytes. */
+  /** All tensor data bytes (of every shard). */
   totalBytes: number;
   /** Bytes that stay resident: everything but the routed expert weights. */
   denseBytes: number;
@@ -41,13 +51,15 @@ export interface ModelHeaderInfo {
 }
 
 /**
- * Reads and validates the header (never the tensor data). Missing, unreadable, non-GGUF,
- * truncated or absurd files throw BmoeError('E_MODEL') with one line naming the file, and so do
+ * Reads and validates the header (never the tensor data) of a model file or of a split model
+ * given by its first shard (then of every shard: @bmoe/gguf readGgufModel). Missing, unreadable,
+ * non-GGUF, truncated or absurd files, a missing shard or one of another model throw
+ * BmoeError('E_MODEL') with one line naming the file, and so do
  * shapes the pinned llama.cpp would abort the process on (checkLlamaLimits: too many experts or
  * layers, a wrongly typed count, metadata too large to check, ...): `bmoe run`, `bmoe info`, the
  * server and the demo all come through here before anything native runs.
  */
-export async function readModelFile(path: string): Promise<GgufFile> {
+export async function readModelFile(path: string): Promise<GgufModel> {
   try {
     const st = await stat(path);
     if (!st.isFile()) throw new BmoeError('E_MODEL', `${path}: not a regular file`);
@@ -57,7 +69,7 @@ export async function readModelFile(path: string): Promise<GgufFile> {
     throw new BmoeError('E_MODEL', code === 'ENOENT' ? `${path}: no such file` : `${path}: ${messageOf(err)}`, { cause: err });
   }
   try {
-    const file = await readGguf(path);
+    const file = await readGgufModel(path);
     checkLlamaLimits(file);
     return file;
   } catch (err) {
@@ -68,7 +80,7 @@ export async function readModelFile(path: string): Promise<GgufFile> {
 }
 
 /**
- * The header facts of a parsed (or planned) GGUF. `nExpertUsed` (default: the model's own top-k)
+ * The header facts of a parsed model (readModelFile) or planned GGUF. `nExpertUsed` (default: the model's own top-k)
  * is checked against the expert count: throws BmoeError('E_OPTION') when out of range.
  */
 export function headerInfo(file: GgufFile, nExpertUsed?: number | null): ModelHeaderInfo {
@@ -90,6 +102,7 @@ export function headerInfo(file: GgufFile, nExpertUsed?: number | null): ModelHe
   return {
     path: file.path,
     fileBytes: file.fileSize,
+    shards: (file.shards ?? [file]).map((f) => ({ path: f.path, bytes: f.fileSize })),
     architecture: shape.architecture,
     name: shape.name ?? null,
     layers: shape.layers,

@@ -17,8 +17,13 @@ export interface ExpertTensor {
   readonly proj: ExpertProj;
   readonly name: string;
   readonly type: GgmlType;
-  /** Absolute file offset of the tensor's data. */
+  /**
+   * Absolute offset of the tensor's data in the file that holds it: the model file, or for a
+   * split model the shard `shard` (offsets of different shards are not comparable).
+   */
   readonly offset: number;
+  /** The 0-based shard holding the tensor (0 for a single file). */
+  readonly shard: number;
   readonly bytes: number;
   /** Bytes of one expert's slice (= ggml nb[2] = bytes / n_expert). */
   readonly sliceBytes: number;
@@ -63,7 +68,7 @@ export interface ModelShape {
   readonly expertBytesPerLayer: number;
   /** Per-layer expert bytes, in layer order (MoE layers only). */
   readonly layerExperts: readonly LayerExperts[];
-  /** Every expert tensor, in file order. */
+  /** Every expert tensor, in file order (shard by shard for a split model). */
   readonly expertTensors: readonly ExpertTensor[];
   /**
    * One token's routed working set: for every MoE layer, topK experts × one expert's bytes
@@ -118,7 +123,7 @@ export function describeModel(file: GgufFile): ModelShape {
   let expertBytes = 0;
   const expertTensors: ExpertTensor[] = [];
   const byLayer = new Map<number, { slice: Partial<Record<ExpertProj, number>>; total: number }>();
-  const sorted: GgufTensorInfo[] = [...file.tensors].sort((a, b) => a.offset - b.offset);
+  const sorted: GgufTensorInfo[] = [...file.tensors].sort((a, b) => (a.shard ?? 0) - (b.shard ?? 0) || a.offset - b.offset);
   for (const t of sorted) {
     const tn = ggmlType(t.type).name;
     quantTypes[tn] = (quantTypes[tn] ?? 0) + t.bytes;
@@ -126,10 +131,10 @@ export function describeModel(file: GgufFile): ModelShape {
     const e = parseExpertName(t.name);
     if (!e) continue;
     const n = t.dims.length === 3 ? t.dims[2]! : 1;
-    if (n <= 0 || t.bytes % n !== 0) throw new GgufError(file.path, t.offset, `expert tensor ${t.name} does not split into ${n} equal slices`);
+    if (n <= 0 || t.bytes % n !== 0) throw new GgufError(file.shards?.[t.shard ?? 0]?.path ?? file.path, t.offset, `expert tensor ${t.name} does not split into ${n} equal slices`);
     const sliceBytes = t.bytes / n;
     expertBytes += t.bytes;
-    expertTensors.push({ layer: e.layer, proj: e.proj, name: t.name, type: t.type, offset: t.offset, bytes: t.bytes, sliceBytes, experts: n });
+    expertTensors.push({ layer: e.layer, proj: e.proj, name: t.name, type: t.type, offset: t.offset, shard: t.shard ?? 0, bytes: t.bytes, sliceBytes, experts: n });
     const l = byLayer.get(e.layer) ?? { slice: {}, total: 0 };
     l.slice[e.proj] = (l.slice[e.proj] ?? 0) + sliceBytes;
     l.total += t.bytes;

@@ -23,10 +23,27 @@ export interface GgufTensorInfo {
   /** Shape in ggml order: dims[0] = ne0 = elements per row. */
   readonly dims: readonly number[];
   readonly type: GgmlType;
-  /** Absolute file offset of the first data byte. */
+  /**
+   * Absolute offset of the first data byte in the file that holds the tensor: the file itself,
+   * or for a split model (readGgufModel) the shard `shard`.
+   */
   readonly offset: number;
   /** Bytes of tensor data (ggml_nbytes), excluding alignment padding. */
   readonly bytes: number;
+  /** The 0-based shard holding the tensor in a split model (readGgufModel); absent or 0 in a single file. */
+  readonly shard?: number;
+}
+
+/** One file of a model: the file itself, or one shard of a split model. */
+export interface GgufShard {
+  readonly path: string;
+  readonly fileSize: number;
+  readonly version: number;
+  readonly alignment: number;
+  /** Absolute offset of this file's data section (its tensors' offsets are in this file). */
+  readonly dataOffset: number;
+  /** Tensors this file holds. */
+  readonly tensorCount: number;
 }
 
 /** A parsed GGUF header. */
@@ -46,6 +63,11 @@ export interface GgufFile {
    */
   readonly entries?: ReadonlyMap<string, GgufEntry>;
   readonly tensors: readonly GgufTensorInfo[];
+  /**
+   * The files of the model, in order (readGgufModel sets it: one for a single file, every shard
+   * of a split model, whose `fileSize` is then their sum). Absent on a readGguf header or a plan.
+   */
+  readonly shards?: readonly GgufShard[];
 }
 
 const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian

@@ -27,6 +27,12 @@ export interface GgufSpec {
   readonly tensors: readonly GgufTensorSpec[];
   /** Data alignment; default 32 (GGUF's default). Must be a power of two. */
   readonly alignment?: number;
+  /**
+   * Whether general.alignment is added (first) when kv lacks it. Default true. false writes no
+   * such key, as llama-gguf-split writes every shard but the first; readers then assume 32, so
+   * the alignment must be 32.
+   */
+  readonly alignmentKey?: boolean;
 }
 
 /** The complete layout of a file: header bytes and where every tensor lands. */
@@ -128,14 +134,15 @@ export function layoutGguf(spec: GgufSpec, path = '<memory>'): GgufLayout {
     throw new RangeError(`alignment ${alignment} is not a power of two`);
   }
   const kv = new Map<string, GgufValue>();
-  kv.set('general.alignment', { type: GgufValueType.UINT32, value: alignment });
+  if (spec.alignmentKey ?? true) kv.set('general.alignment', { type: GgufValueType.UINT32, value: alignment });
+  else if (alignment !== 32) throw new RangeError(`alignment ${alignment} needs the general.alignment key (readers assume 32 without it)`);
   for (const [k, v] of spec.kv) {
     if (k.length === 0) throw new RangeError('empty metadata key');
     if (k === 'general.alignment') {
       if (v.type !== GgufValueType.UINT32 || v.value !== alignment) {
         throw new RangeError(`general.alignment in kv (${String(v.value)}) disagrees with the layout alignment ${alignment}`);
       }
-      continue;
+      if (kv.has(k)) continue;
     }
     if (kv.has(k)) throw new RangeError(`duplicate metadata key ${quoteName(k)}`);
     kv.set(k, v);
@@ -216,11 +223,33 @@ export async function writeGguf(
   opts: WriteOptions = {},
 ): Promise<WriteResult> {
   const layout = 'header' in spec ? spec : layoutGguf(spec, out);
-  const { signal, onProgress } = opts;
-  if (signal?.aborted) throw abortError(signal);
   const partial = `${out}.partial`;
   const hash = createHash('sha256');
-  const fh = await open(partial, 'w');
+  const bytes = await writeLayout(partial, layout, produce, hash, opts);
+  try {
+    await rename(partial, out);
+  } catch (e) {
+    await rm(partial, { force: true });
+    throw e;
+  }
+  return { path: out, bytes, sha256: hash.digest('hex') };
+}
+
+/**
+ * Write `layout` to `path` (synced, not renamed), feeding every byte to `hash`; returns the
+ * bytes written. On any error or abort the file is removed. Used by writeGguf and by the split
+ * writer, which renames its shards only once all of them are complete.
+ */
+export async function writeLayout(
+  path: string,
+  layout: GgufLayout,
+  produce: TensorProducer,
+  hash: { update(chunk: Uint8Array): unknown },
+  opts: WriteOptions = {},
+): Promise<number> {
+  const { signal, onProgress } = opts;
+  if (signal?.aborted) throw abortError(signal);
+  const fh = await open(path, 'w');
   let done = 0;
   let closed = false;
   // Overlap: start writing a chunk, then let the producer compute the next one while the
@@ -259,12 +288,11 @@ export async function writeGguf(
     await fh.sync();
     await fh.close();
     closed = true;
-    await rename(partial, out);
-    return { path: out, bytes: done, sha256: hash.digest('hex') };
+    return done;
   } catch (e) {
     await inflight.catch(() => undefined);
     if (!closed) await fh.close().catch(() => undefined);
-    await rm(partial, { force: true });
+    await rm(path, { force: true });
     throw e;
   }
 }

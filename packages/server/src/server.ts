@@ -5,7 +5,7 @@
 // the generation → answer path respond.ts.
 import { stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { BmoeError, loadModel, readDeviceSensors, type Model, type ResolvedStreamOptions, type Session } from '@bmoe/engine';
+import { BmoeError, inspectModel, loadModel, readDeviceSensors, type Model, type ResolvedStreamOptions, type Session } from '@bmoe/engine';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
 import { registerCors } from './cors.js';
@@ -159,9 +159,10 @@ class ServerImpl implements BmoeServer, ServerCore {
 
   async status(): Promise<BmoeStatus> {
     if (this.sizeBytes === undefined) {
-      this.sizeBytes = await stat(this.opts.model).then(
-        (s) => s.size,
-        () => null,
+      // The whole model's bytes (every shard of a split model); a file that is no valid model: its size.
+      this.sizeBytes = await inspectModel(this.opts.model).then(
+        (i) => i.fileBytes,
+        () => stat(this.opts.model).then((s) => s.size, () => null),
       );
     }
     const info = this.loaded?.info ?? null;

@@ -142,6 +142,7 @@ export interface BmoeStatus {
   status: HealthStatus;
   /** The load error when status is 'failed', how the file changed when 'model_changed'. */
   error: string | null;
+  /** sizeBytes: all the model's files (every shard of a split model named by its first shard). */
   model: { id: string; path: string; sizeBytes: number | null; info: ModelInfo | null };
   /** Expert streaming in effect (null when resident, or while loading). */
   stream: { options: ResolvedStreamOptions; resolved: ModelInfo['stream'] } | null;

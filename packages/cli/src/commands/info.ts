@@ -1,5 +1,6 @@
 // `bmoe info MODEL`: the GGUF header only (no native addon): shape, quant types, the dense/expert
-// split, one expert's slice per projection, and one token's routed working set.
+// split, one expert's slice per projection, and one token's routed working set; for a split model
+// (given by its first shard) every shard, validated, and the totals of the whole model.
 import type { Command } from 'commander';
 import type { ModelHeaderInfo } from '@bmoe/engine';
 import type { CliContext } from '../context.js';
@@ -10,7 +11,7 @@ export function registerInfo(program: Command, ctx: CliContext): void {
   program
     .command('info')
     .description('describe a GGUF model from its header: experts, quant types, dense vs expert bytes, working set')
-    .argument('<model>', 'GGUF model file')
+    .argument('<model>', 'GGUF model file (a split model: its first shard, <name>-00001-of-0000N.gguf)')
     .option('--json', 'print the same data as JSON')
     .addOption(tableOption('nExpertUsed', { help: 'also give the working set at this top-k' }))
     .action(async (model: string, flags: { json?: boolean; nExpertUsed?: number }) => {
@@ -26,8 +27,10 @@ export function formatInfo(info: ModelHeaderInfo): string {
   const slices = Object.entries(info.expertSliceBytes)
     .map(([proj, bytes]) => `${proj} ${formatBytes(bytes ?? 0)}`)
     .join(', ');
+  const n = info.shards.length;
   const rows: Array<[string, string]> = [
-    ['file', `${info.path} (${formatBytes(info.fileBytes)})`],
+    ['file', n > 1 ? `${info.path} (split model: ${n} shards, ${formatBytes(info.fileBytes)} in all)` : `${info.path} (${formatBytes(info.fileBytes)})`],
+    ...(n > 1 ? info.shards.map((s, i): [string, string] => [`shard ${i + 1}/${n}`, `${s.path} (${formatBytes(s.bytes)})`]) : []),
     ['architecture', info.architecture],
     ['name', info.name ?? '-'],
     ['layers', String(info.layers)],

@@ -3,6 +3,7 @@
 import type { Command } from 'commander';
 import { EXIT_INTERRUPTED, type CliContext } from '../context.js';
 import { formatBytes, table } from '../format.js';
+import type { MadeModel } from '../make.js';
 import { nonNegativeNumber, positiveInt, uint32 } from '../parse.js';
 
 interface MakeFlags {
@@ -12,6 +13,8 @@ interface MakeFlags {
   quant?: string;
   seed?: number;
   routerSkew?: number;
+  /** llama-gguf-split's syntax (300M, 2G; M = 10^6 bytes, G = 10^9), or plain bytes; parsed in the action (@bmoe/gguf loads lazily). */
+  splitMaxSize?: string;
   list?: boolean;
 }
 
@@ -25,6 +28,7 @@ export function registerMakeModel(program: Command, ctx: CliContext): void {
     .option('--quant <type>', "quantization mix (default: the preset's)")
     .option('--seed <S>', "weight seed (default: the generator's, 1)", uint32)
     .option('--router-skew <X>', 'plant an expert popularity skew in the routers; 0 = uniform', nonNegativeNumber)
+    .option('--split-max-size <N>', "write shards of at most N tensor bytes each, as llama-gguf-split does (N with M or G: 300M, 2G; or bytes): --out m.gguf writes m-00001-of-0000K.gguf ...")
     .option('--list', 'list the presets with their source and size')
     .action(async function (this: Command, flags: MakeFlags) {
       if (flags.list) {
@@ -35,10 +39,10 @@ export function registerMakeModel(program: Command, ctx: CliContext): void {
       if (!flags.preset || !flags.out) {
         this.error(`error: make-model needs --preset and --out (or --list)`, { exitCode: 2, code: 'bmoe.usage' });
       }
-      const { listPresets } = await import('@bmoe/gguf');
+      const { listPresets, parseSplitSize } = await import('@bmoe/gguf');
       if (flags.preset.startsWith('tiny-') && !listPresets().some((p) => p.name === flags.preset)) {
         // Any other MoE architecture of the pinned llama.cpp, from its own fixture writer.
-        for (const [flag, v] of [['--layers', flags.layers], ['--quant', flags.quant], ['--seed', flags.seed], ['--router-skew', flags.routerSkew]] as const) {
+        for (const [flag, v] of [['--layers', flags.layers], ['--quant', flags.quant], ['--seed', flags.seed], ['--router-skew', flags.routerSkew], ['--split-max-size', flags.splitMaxSize]] as const) {
           if (v !== undefined) this.error(`error: ${flag} does not apply to ${flags.preset} (llama.cpp's fixture of that architecture)`, { exitCode: 2, code: 'bmoe.usage' });
         }
         const { makeArchFixture } = await import('../arch-fixture.js');
@@ -51,20 +55,31 @@ export function registerMakeModel(program: Command, ctx: CliContext): void {
         ctx.exitCode = 0;
         return;
       }
+      let splitMaxBytes: number | undefined;
+      try {
+        splitMaxBytes = flags.splitMaxSize === undefined ? undefined : parseSplitSize(flags.splitMaxSize);
+      } catch (err) {
+        this.error(`error: option '--split-max-size <N>' argument '${flags.splitMaxSize}' is invalid. ${(err as Error).message}`, { exitCode: 2, code: 'bmoe.usage' });
+      }
       const { makeWithProgress } = await import('../make.js');
       const ac = new AbortController();
       const onSigint = (): void => ac.abort();
       process.once('SIGINT', onSigint);
       try {
         const made = await makeWithProgress(
-          { preset: flags.preset, out: flags.out, layers: flags.layers, quant: flags.quant, seed: flags.seed, routerSkew: flags.routerSkew, signal: ac.signal },
+          {
+            preset: flags.preset,
+            out: flags.out,
+            layers: flags.layers,
+            quant: flags.quant,
+            seed: flags.seed,
+            routerSkew: flags.routerSkew,
+            splitMaxBytes,
+            signal: ac.signal,
+          },
           `writing ${flags.out}`,
         );
-        process.stdout.write(table([
-          ['path', made.path],
-          ['size', `${formatBytes(made.bytes)} (${made.bytes} bytes)`],
-          ['sha256', made.sha256],
-        ]));
+        process.stdout.write(table(madeRows(made)));
         ctx.exitCode = 0;
       } catch (err) {
         if (ac.signal.aborted) {
@@ -77,6 +92,19 @@ export function registerMakeModel(program: Command, ctx: CliContext): void {
         process.off('SIGINT', onSigint);
       }
     });
+}
+
+/** What make-model prints: the model's path (its first shard when split), size and hash, then every shard. */
+function madeRows(made: MadeModel): Array<[string, string]> {
+  const rows: Array<[string, string]> = [
+    ['path', made.path],
+    ['size', `${formatBytes(made.bytes)} (${made.bytes} bytes)`],
+    ['sha256', made.shards.length > 1 ? `${made.sha256} (the shards concatenated)` : made.sha256],
+  ];
+  if (made.shards.length > 1) {
+    made.shards.forEach((s, i) => rows.push([`shard ${i + 1}/${made.shards.length}`, `${s.path} (${formatBytes(s.bytes)}, sha256 ${s.sha256})`]));
+  }
+  return rows;
 }
 
 /** One line per preset: name, architecture, file size at its own layer count, where the shape came from. */

@@ -2,9 +2,11 @@
 
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { writeGgufSplit } from '../split-write.js';
 import { writeGguf, type WriteResult } from '../writer.js';
 import { buildFillContext, tensorChunks } from './fill.js';
 import { planModel, type ModelPlan, type PlanOptions } from './plan.js';
+import type { GgufTensorInfo } from '../reader.js';
 
 export interface MakeModelOptions extends PlanOptions {
   /** Destination path; written as `<out>.partial` and renamed when complete. Parent dirs are created. */
@@ -13,9 +15,21 @@ export interface MakeModelOptions extends PlanOptions {
   readonly signal?: AbortSignal;
   /** Progress in bytes of the final file. */
   readonly onProgress?: (doneBytes: number, totalBytes: number) => void;
+  /**
+   * Write the model as shards of at most this many tensor bytes each, laid out as
+   * `llama-gguf-split --split-max-size` would: `<out without .gguf>-00001-of-0000N.gguf`, ...
+   * Default: one file at `out`.
+   */
+  readonly splitMaxBytes?: number;
 }
 
-export type MadeModel = WriteResult;
+/**
+ * What was written: `path` is the file (the first shard of a split model), `bytes` the total,
+ * `sha256` the hash of the file (of the shards concatenated in order), `shards` every file.
+ */
+export interface MadeModel extends WriteResult {
+  readonly shards: readonly WriteResult[];
+}
 
 function checkFeasible(plan: ModelPlan): void {
   const hasRouterBias = plan.tensors.some((t) => t.fill.kind === 'routerBias');
@@ -38,10 +52,13 @@ export async function makeModel(opts: MakeModelOptions): Promise<MadeModel> {
   }
   await mkdir(dirname(opts.out), { recursive: true });
   const ctx = buildFillContext(plan);
-  return writeGguf(opts.out, plan.layout, (info, i) => tensorChunks(ctx, plan.tensors[i]!, info), {
-    signal: opts.signal,
-    onProgress: opts.onProgress,
-  });
+  const produce = (info: GgufTensorInfo, i: number): Iterable<Uint8Array> => tensorChunks(ctx, plan.tensors[i]!, info);
+  const write = { signal: opts.signal, onProgress: opts.onProgress };
+  if (opts.splitMaxBytes !== undefined) {
+    return writeGgufSplit(opts.out.replace(/\.gguf$/, ''), plan.layout, opts.splitMaxBytes, produce, write);
+  }
+  const made = await writeGguf(opts.out, plan.layout, produce, write);
+  return { ...made, shards: [made] };
 }
 
 /** The planted successor pairs of a model: succ[t] for every real (non-padding) token t. */
