@@ -132,7 +132,8 @@ function checkTensorTypes(file: GgufFile): void {
     if (INTEGER_TABLES.test(t.name)) continue;
     const type = ggmlType(t.type).name;
     const fail = (why: string): never => {
-      throw new GgufError(file.path, t.offset, `tensor ${JSON.stringify(t.name)} has type ${type}: ${why}`);
+      // A split model's tensor offsets are inside the shard that holds it: name that file.
+      throw new GgufError(file.shards?.[t.shard ?? 0]?.path ?? file.path, t.offset, `tensor ${JSON.stringify(t.name)} has type ${type}: ${why}`);
     };
     if (NOT_COMPUTABLE.has(t.type)) fail(`llama.cpp's CPU backend cannot compute with it (it would crash)`);
     if (t.type !== GgmlType.F32 && t.dims.length === 1) fail('a 1-D tensor must be F32 (llama.cpp aborts otherwise)');
