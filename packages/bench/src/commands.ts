@@ -2,7 +2,7 @@
 // own `bmoe` command so rows run the very CLI the user invoked; the bin finds one, see runner.ts).
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { analyzeRow, loadMatrixDir, summaryMarkdown } from './analyze.js';
 import { calibrate, calibrationReport } from './calibrate.js';
 import { DEFAULT_BENCH_MODEL } from './configs.js';
@@ -11,7 +11,7 @@ import { registerMatrix } from './matrix-command.js';
 import { findBmoeCommand, modelCacheDir as cacheDir } from './runner.js';
 import { registerServeLoad } from './serve-load.js';
 import { registerSoak } from './soak-command.js';
-import { runTargets, targetsReport } from './targets.js';
+import { ROW_KEYS, runTargets, targetsReport, type RowKey } from './targets.js';
 
 export interface BenchCommandOptions {
   /** argv prefix that runs `bmoe`. Default: findBmoeCommand() (BMOE_CLI, else `bmoe` on PATH), looked up when a command needs it. */
@@ -85,6 +85,14 @@ function registerCalibrate(program: Command, bmoe: () => string[]): void {
     });
 }
 
+/** `--rows a,b`: known row keys, in run order. */
+function rowKeys(v: string): RowKey[] {
+  const want = v.split(',').map((k) => k.trim()).filter(Boolean);
+  const bad = want.filter((k) => !(ROW_KEYS as readonly string[]).includes(k));
+  if (bad.length > 0 || want.length === 0) throw new InvalidArgumentError(`unknown row ${bad.join(', ') || '(none)'}; rows: ${ROW_KEYS.join(', ')}`);
+  return ROW_KEYS.filter((k) => want.includes(k));
+}
+
 function registerTargets(program: Command, bmoe: () => string[]): void {
   program
     .command('targets')
@@ -97,7 +105,10 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
     .option('--io-threads <N>', 'read lanes', int(1), 4)
     .option('--drop-caches', 'drop the page cache before every row (root)')
     .option('--prompt <text>', 'prompt', 'The quick brown fox jumps over the lazy dog')
-    .action(async (o: { model: string; memLimit: number; n: number; threads: number; cacheMb: number; ioThreads: number; dropCaches?: boolean; prompt: string }) => {
+    .option('--rows <keys>', `rows to run, comma-separated (${ROW_KEYS.join(', ')})`, rowKeys, [...ROW_KEYS])
+    .option('--baseline-n <N>', 'tokens for the mmap baseline and llama-completion rows (default: --n)', int(1))
+    .option('--timeout-min <N>', 'time limit per row, minutes', int(1), 30)
+    .action(async (o: { model: string; memLimit: number; n: number; threads: number; cacheMb: number; ioThreads: number; dropCaches?: boolean; prompt: string; rows: RowKey[]; baselineN?: number; timeoutMin: number }) => {
       const topts = {
         model: o.model,
         memLimitGiB: o.memLimit,
@@ -107,6 +118,9 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
         lanes: o.ioThreads,
         dropCaches: o.dropCaches ?? false,
         prompt: o.prompt,
+        rows: o.rows,
+        baselineN: o.baselineN,
+        timeoutMin: o.timeoutMin,
         bmoe: bmoe(),
         log: (l: string) => process.stderr.write(`${l}\n`),
       };

@@ -5,7 +5,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inspectModel, llamaToolPath, parseMetricsCsv, readCeiling, type RunSummary, type TokenMetrics } from '@bmoe/engine';
+import { inspectModel, llamaToolPath, parseMetricsCsv, readCeiling, type ModelHeaderInfo, type RunSummary, type TokenMetrics } from '@bmoe/engine';
 import { parseDoneEvent, parsePeerRate } from './run-output.js';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type MemoryCgroup } from './cgroup.js';
 
@@ -24,12 +24,23 @@ export interface TargetsOptions {
   lanes: number;
   dropCaches: boolean;
   prompt: string;
+  /** Rows to run, by key (see ROW_KEYS). Default: all. */
+  rows?: readonly RowKey[];
+  /** Tokens for the mmap baseline and llama-completion rows (hopeless far past RAM). Default: `n`. */
+  baselineN?: number;
+  /** Per-row time limit, minutes. Default 30. */
+  timeoutMin?: number;
   /** argv prefix that runs `bmoe` (see defaultBmoeCommand). */
   bmoe: string[];
   log: (line: string) => void;
 }
 
+/** Row keys, in run order: `--rows` picks among them. */
+export const ROW_KEYS = ['resident', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'cached', 'cached-overlap', 'prefetch', 'all'] as const;
+export type RowKey = (typeof ROW_KEYS)[number];
+
 interface Row {
+  key: RowKey;
   name: string;
   limited: boolean;
   args: string[];
@@ -37,6 +48,8 @@ interface Row {
   peer?: boolean;
   /** Keep the per-token CSV (for the 100 %-hit comparison). */
   csv?: boolean;
+  /** A baseline row: runs `baselineN` tokens. */
+  baseline?: boolean;
 }
 
 export interface RowResult {
@@ -53,19 +66,32 @@ export interface RowResult {
   tokens?: TokenMetrics[];
 }
 
-export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number): Row[] {
+export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, keys: readonly RowKey[] = ROW_KEYS): Row[] {
   const s = ['--moe-stream', '--io-threads', String(lanes)];
-  return [
-    { name: 'resident (repack off, no limit)', limited: false, args: [], csv: true },
-    { name: 'resident (llama.cpp default: repack on, no limit)', limited: false, args: ['--repack'] },
-    { name: 'mmap baseline (repack off, limited)', limited: true, args: [] },
-    { name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true },
-    { name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0'] },
-    { name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
-    { name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap'] },
-    { name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4'] },
-    { name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb)], csv: true },
+  const rows: Row[] = [
+    { key: 'resident', name: 'resident (repack off, no limit)', limited: false, args: [], csv: true },
+    { key: 'repack', name: 'resident (llama.cpp default: repack on, no limit)', limited: false, args: ['--repack'] },
+    { key: 'mmap', name: 'mmap baseline (repack off, limited)', limited: true, args: [], baseline: true },
+    { key: 'peer', name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true, baseline: true },
+    { key: 'stream0', name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0'] },
+    { key: 'stream0-overlap', name: `stream cache 0, ${lanes} lanes + overlap (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap'] },
+    { key: 'cached', name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
+    { key: 'cached-overlap', name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap'] },
+    { key: 'prefetch', name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4'] },
+    { key: 'all', name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb)], csv: true },
   ];
+  return rows.filter((r) => keys.includes(r.key));
+}
+
+/**
+ * Where the read ceiling is probed: the file holding the experts, past the dense weights. A
+ * split model's expert bytes are spread over its shards: the largest shard after the first.
+ */
+export function ceilingTarget(header: ModelHeaderInfo): { path: string; rangeStart: number } {
+  const shards = header.shards ?? [];
+  if (shards.length <= 1) return { path: header.path, rangeStart: header.denseBytes };
+  const rest = shards.slice(1).reduce((a, b) => (b.bytes > a.bytes ? b : a));
+  return { path: rest.path, rangeStart: 0 };
 }
 
 export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]; ceilingMiBps: number; header: Awaited<ReturnType<typeof inspectModel>> }> {
@@ -79,18 +105,20 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
     // The disk's own ceiling, as the streamer reads (random expert-sized O_DIRECT blocks, same lanes).
     if (o.dropCaches) dropCaches();
     const slice = header.expertSliceBytes.gate ?? header.expertSliceBytes.gate_up ?? 1 << 20;
-    const ceil = await readCeiling({ path: o.model, lanes: o.lanes, blockBytes: slice, totalBytes: 2 * GiB, rangeStart: header.denseBytes });
+    const where = ceilingTarget(header);
+    const ceil = await readCeiling({ path: where.path, lanes: o.lanes, blockBytes: slice, totalBytes: 2 * GiB, rangeStart: where.rangeStart });
     const ceilingMiBps = ceil.bytes / MiB / ceil.seconds;
     o.log(`read ceiling: ${ceilingMiBps.toFixed(0)} MiB/s with ${o.lanes} lanes (O_DIRECT ${ceil.odirect ? 'on' : 'refused'}, ${(slice / 1024).toFixed(0)} KiB blocks)`);
 
-    for (const row of targetRows(o.cacheMb, cacheAllMb, o.lanes)) {
+    for (const row of targetRows(o.cacheMb, cacheAllMb, o.lanes, o.rows)) {
       if (o.dropCaches) dropCaches();
       o.log(`row: ${row.name}`);
       const csvPath = join(csvDir, `row-${results.length}.csv`);
+      const n = String(row.baseline ? (o.baselineN ?? o.n) : o.n);
       const argv = row.peer
-        ? [llamaToolPath('llama-completion') ?? 'llama-completion', '-m', o.model, '-p', o.prompt, '-n', String(o.n), '-no-cnv', '--temp', '0', '-t', String(o.threads), '-nr', '--no-warmup']
-        : [...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];
-      const r = await runInCgroup(argv, row.limited ? cg : null, 30 * 60_000);
+        ? [llamaToolPath('llama-completion') ?? 'llama-completion', '-m', o.model, '-p', o.prompt, '-n', n, '-no-cnv', '--temp', '0', '-t', String(o.threads), '-nr', '--no-warmup']
+        : [...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', n, '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];
+      const r = await runInCgroup(argv, row.limited ? cg : null, (o.timeoutMin ?? 30) * 60_000);
       const res: RowResult = { name: row.name, limited: row.limited, ok: false, cgroupPeakBytes: row.limited ? r.peakBytes : null };
       if (r.oomKilled || r.code !== 0) {
         res.error = r.oomKilled ? 'killed by the OOM killer' : `exit ${r.code ?? r.signal}: ${r.stderr.trim().split('\n').pop() ?? ''}`;
@@ -131,6 +159,16 @@ export function fullHitRatio(resident: TokenMetrics[] | undefined, streamed: Tok
   const s = pairs.reduce((a, r) => a + r.wallMs, 0);
   const r = pairs.reduce((a, p) => a + (at.get(p.tokenIndex) ?? 0), 0);
   return { ratio: r / s, tokens: pairs.length };
+}
+
+/**
+ * How close a streamed decode comes to its I/O roofline: the time the bytes it read per token
+ * would take at the disk's measured ceiling, over the time a token actually took (1 = the disk
+ * was the only limit and was never idle).
+ */
+export function rooflineRatio(s: RunSummary | undefined, ceilingMiBps: number): number | undefined {
+  if (!s || !(s.secondsPerToken > 0) || !(ceilingMiBps > 0)) return undefined;
+  return s.mibPerToken / ceilingMiBps / s.secondsPerToken;
 }
 
 const f = (x: number | undefined | null, d = 2): string => (x === undefined || x === null || !Number.isFinite(x) ? '—' : x.toFixed(d));
@@ -177,6 +215,11 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   const bound = cached ? Math.max(cached.computeSecondsPerToken, cached.ioSecondsPerToken) : undefined;
   const r5 = ratio(overlap?.secondsPerToken, bound);
   t.push(['overlap s/token vs max(compute, I/O) of the serial run', r5, '≤ 1.15', r5 === undefined ? undefined : r5 <= 1.15]);
+  for (const row of rows.filter((x) => x.name.startsWith('stream') && x.summary)) {
+    const rr = rooflineRatio(row.summary, ceilingMiBps);
+    const zero = row.name.startsWith('stream cache 0');
+    t.push([`decode vs I/O roofline (MiB/token ÷ ceiling, ÷ s/token): ${row.name}`, rr, zero ? '≥ 0.85' : 'reported', zero && rr !== undefined ? rr >= 0.85 : undefined]);
+  }
   const full = fullHitRatio(rows.find((x) => x.name.startsWith('resident (repack off'))?.tokens, rows.find((x) => x.name.includes('= all experts'))?.tokens);
   t.push([`100 % hit (${full?.tokens ?? 0} zero-miss decodes) vs resident at the same positions`, full?.ratio, '≥ 0.97', full === undefined ? undefined : full.ratio >= 0.97]);
   const r6 = ratio(all?.tokensPerSecond, resident?.tokensPerSecond);
@@ -192,7 +235,8 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   const r8 = lr == null ? undefined : lr / header.denseBytes;
   t.push(['load-phase disk reads / dense bytes (stream cache 0)', r8, '≤ 1.05', r8 === undefined ? undefined : r8 <= 1.05]);
   out.push('', '| target | measured | goal | |', '|---|---|---|---|');
-  for (const [name, v, goal, pass] of t) out.push(`| ${name} | ${f(v, 3)} | ${goal} | ${pass === undefined ? '' : pass ? 'met' : 'missed'} |`);
+  // Targets whose rows were not run (--rows) are left out.
+  for (const [name, v, goal, pass] of t.filter(([, v]) => v !== undefined)) out.push(`| ${name} | ${f(v, 3)} | ${goal} | ${pass === undefined ? '' : pass ? 'met' : 'missed'} |`);
   out.push('', `O_DIRECT ceiling: ${ceilingMiBps.toFixed(0)} MiB/s (${o.lanes} lanes). Model: ${header.path}, dense ${f(header.denseBytes / MiB, 0)} MiB, experts ${f(header.expertBytes / MiB, 0)} MiB, working set ${f(header.workingSetBytes / MiB, 0)} MiB/token.`);
   return out.join('\n');
 }

@@ -1,0 +1,91 @@
+// `bmoe-bench targets`: which rows run (--rows), where the read ceiling is probed (a split model's
+// experts live in its later shards), the roofline ratio, and a real run on a split tiny model
+// inside a memory cgroup, end to end through the executable.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { inspectModel, summarize, type RunSummary } from '@bmoe/engine';
+import { makeModel } from '@bmoe/gguf';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROW_KEYS, ceilingTarget, rooflineRatio, targetRows } from '../src/targets.js';
+
+const BENCH = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
+
+const root = mkdtempSync(join(tmpdir(), 'bmoe-targets-'));
+const single = join(root, 'one.gguf');
+let first = ''; // the split model's first shard
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+beforeAll(async () => {
+  await makeModel({ preset: 'tiny-qwen3moe', out: single });
+  const made = await makeModel({ preset: 'tiny-qwen3moe', out: join(root, 'split.gguf'), splitMaxBytes: 3_000_000 });
+  first = made.shards[0]?.path ?? '';
+});
+
+describe('targets rows', () => {
+  it('runs every row by default, or the keys asked for, always in run order', () => {
+    expect(targetRows(100, 200, 4).map((r) => r.key)).toEqual([...ROW_KEYS]);
+    expect(targetRows(100, 200, 4, ['stream0-overlap', 'mmap']).map((r) => r.key)).toEqual(['mmap', 'stream0-overlap']);
+    const ov = targetRows(100, 200, 4, ['stream0-overlap'])[0];
+    expect(ov?.args).toEqual(['--moe-stream', '--io-threads', '4', '--cache-mb', '0', '--overlap']);
+    expect(ov?.limited).toBe(true);
+    expect(targetRows(100, 200, 4, ['mmap', 'peer']).every((r) => r.baseline)).toBe(true);
+  });
+});
+
+describe('rooflineRatio', () => {
+  const summary = (mibPerToken: number, secondsPerToken: number): RunSummary => ({ ...summarize([]), mibPerToken, secondsPerToken });
+  it('is the read time at the ceiling over the time a token took', () => {
+    // 100 MiB per token at 1000 MiB/s is 0.1 s of reading; a 0.125 s token reaches 0.8 of it.
+    expect(rooflineRatio(summary(100, 0.125), 1000)).toBeCloseTo(0.8, 12);
+    expect(rooflineRatio(summary(100, 0), 1000)).toBeUndefined();
+    expect(rooflineRatio(undefined, 1000)).toBeUndefined();
+  });
+});
+
+describe('ceilingTarget', () => {
+  it('probes a single file past its dense bytes, a split model in its largest later shard', async () => {
+    const one = await inspectModel(single);
+    expect(ceilingTarget(one)).toEqual({ path: single, rangeStart: one.denseBytes });
+    const many = await inspectModel(first);
+    expect(many.shards?.length).toBeGreaterThanOrEqual(3);
+    const later = (many.shards ?? []).slice(1);
+    const biggest = later.reduce((a, b) => (b.bytes > a.bytes ? b : a));
+    expect(ceilingTarget(many)).toEqual({ path: biggest.path, rangeStart: 0 });
+  });
+});
+
+const isRoot = process.getuid?.() === 0;
+
+describe.runIf(isRoot)('bmoe-bench targets on a split model (root: memory cgroup)', () => {
+  it('streams the split model under the limit and reports its ratios', () => {
+    const r = spawnSync(
+      process.execPath,
+      [BENCH, 'targets', '--model', first, '--rows', 'stream0-overlap,mmap,stream0', '--n', '8', '--baseline-n', '4', '--mem-limit', '1', '--io-threads', '2'],
+      { encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI }, timeout: 300_000 },
+    );
+    expect(r.stderr).toMatch(/read ceiling: \d+ MiB\/s/);
+    expect(r.status).toBe(0);
+    // The rows asked for, in run order, each with a rate (not an error).
+    const table = r.stdout.split('\n\n')[0] ?? '';
+    const rows = table.split('\n').filter((l) => /^\| (mmap|stream)/.test(l));
+    expect(rows.map((l) => l.split('|')[1]?.trim())).toEqual(['mmap baseline (repack off, limited)', 'stream cache 0, 2 lanes (limited)', 'stream cache 0, 2 lanes + overlap (limited)']);
+    for (const l of rows) expect(Number(l.split('|')[2])).toBeGreaterThan(0);
+    // Each streamed row's roofline ratio is a positive number; load reads are a share of the dense bytes.
+    const roof = r.stdout.split('\n').filter((l) => l.startsWith('| decode vs I/O roofline'));
+    expect(roof).toHaveLength(2);
+    for (const l of roof) expect(Number(l.split('|')[2])).toBeGreaterThan(0);
+    expect(r.stdout).toMatch(/\| load-phase disk reads \/ dense bytes \(stream cache 0\) \| \d+\.\d+ \|/);
+    // Targets of rows that did not run are left out.
+    expect(r.stdout).not.toContain('vs cache 0 |');
+  });
+
+  it('refuses an unknown row in one line', () => {
+    const r = spawnSync(process.execPath, [BENCH, 'targets', '--model', single, '--rows', 'stream0,bogus'], { encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI } });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('unknown row bogus');
+  });
+});
