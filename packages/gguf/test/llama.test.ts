@@ -1,6 +1,7 @@
 // Integration with the pinned llama.cpp, when packages/core-native has built its tools: every
-// tiny preset must load in llama-completion, generate text that keeps moving, and change its
-// greedy text within a few tokens when one routed expert fewer is used. Skipped when the binary is
+// tiny and mini preset must load in llama-completion (which checks every tensor's name and shape
+// and that none is left over), generate text that keeps moving, and change its greedy text
+// within a few tokens when one routed expert fewer is used (mini-deepseek4: when routed differently). Skipped when the binary is
 // absent, e.g. before the native build — a failure under CI (tooling/test-utils.mjs).
 // LLAMA_COMPLETION overrides the path.
 
@@ -36,6 +37,7 @@ describe.runIf(built)('llama.cpp runs the synthetic models', () => {
     ['tiny-qwen3moe', 'qwen3moe', 4],
     ['tiny-gpt-oss', 'gpt-oss', 4],
     ['tiny-gemma4', 'gemma4', 4],
+    ['mini-qwen35moe', 'qwen35moe', 4],
   ] as const) {
     it(`${preset}: loads, keeps moving, and depends on the routed experts`, async () => {
       const path = join(tmp.dir, `${preset}.gguf`);
@@ -49,4 +51,21 @@ describe.runIf(built)('llama.cpp runs the synthetic models', () => {
       expect(firstDiff).toBeLessThan(16);
     });
   }
+
+  // deepseek4's hash-routed layers pin n_expert_used (ffn_gate_tid2eid is [k, n_vocab]): the
+  // routing is changed instead, by a router skew (other hash tables and selection biases, the
+  // same weights).
+  it('mini-deepseek4: loads, keeps moving, and depends on the routing', async () => {
+    const path = join(tmp.dir, 'mini-deepseek4.gguf');
+    const skewed = join(tmp.dir, 'mini-deepseek4-skew.gguf');
+    await makeModel({ preset: 'mini-deepseek4', out: path });
+    await makeModel({ preset: 'mini-deepseek4', out: skewed, routerSkew: 1 });
+    const text = await complete(path);
+    expect(text.length).toBeGreaterThan(30);
+    expect(new Set(text).size / text.length).toBeGreaterThan(0.6);
+    const other = await complete(skewed);
+    const firstDiff = text.findIndex((w, i) => w !== other[i]);
+    expect(firstDiff).toBeGreaterThanOrEqual(0);
+    expect(firstDiff).toBeLessThan(16);
+  });
 });

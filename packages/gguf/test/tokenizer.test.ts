@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { buildVocab, GEMMA4_TEMPLATE, HARMONY_TEMPLATE, QWEN3_TEMPLATE, TokenType, type VocabStyle } from '../src/index.js';
 import { SPM_SPACE, applyMerges, byteEncode, pretokenize } from '../src/synth/bpe.js';
 
-const STYLES: VocabStyle[] = ['qwen3', 'harmony', 'gemma4'];
+const STYLES: VocabStyle[] = ['qwen3', 'harmony', 'gemma4', 'qwen35', 'deepseek4'];
 
 function tokenize(style: VocabStyle, text: string): string[] {
   const v = buildVocab(style, 4096);
   const ranks = new Map(v.merges.map((m, i) => [m, i]));
-  const split = style === 'qwen3' ? 'qwen2' : style === 'harmony' ? 'gpt-4o' : 'spm';
+  const split = style === 'harmony' ? 'gpt-4o' : style === 'gemma4' ? 'spm' : 'qwen2';
   return pretokenize(text, split).flatMap((unit) => applyMerges([...unit], ranks));
 }
 
@@ -35,6 +35,13 @@ describe('synthetic vocabularies', () => {
       expect(toks).toEqual(['The', `${sp}quick`, `${sp}brown`, `${sp}fox`, `${sp}jumps`, `${sp}over`, `${sp}the`, `${sp}lazy`, `${sp}dog`, '.']);
     });
   }
+
+  it('deepseek4: begin/end of sentence at ids 0 and 1, added at the start, DeepSeek turn tokens', () => {
+    const v = buildVocab('deepseek4', 129280);
+    expect(v).toMatchObject({ model: 'gpt2', pre: 'deepseek-v3', bos: 0, eos: 1, addBos: true });
+    for (const s of ['<｜User｜>', '<｜Assistant｜>', '<think>', '</think>', '｜DSML｜']) expect(v.special.has(s), s).toBe(true);
+    expect(v.text(0)).toBe('<｜begin▁of▁sentence｜>');
+  });
 
   it('qwen3: ChatML and thinking tokens with Qwen3 ids semantics', () => {
     const v = buildVocab('qwen3', 151936);

@@ -7,9 +7,9 @@ import { encode } from '../quant/index.js';
 import { GgmlType, ggmlType, rowBytes } from '../types.js';
 import type { GgufTensorInfo } from '../reader.js';
 import type { PlannedTensor } from './plan.js';
-import { blockKey, gauss, streamKey } from './prng.js';
+import { blockKey, gauss, streamKey, word } from './prng.js';
 import { randomBlockWriter } from './blocks.js';
-import { routerBias, type FillContext } from './structure.js';
+import { expertRanks, routerBias, type FillContext } from './structure.js';
 
 export { randomBlockWriter, type BlockWriter } from './blocks.js';
 export { buildFillContext, expertRanks, plantSuccessors, routerBias, type FillContext, type Successors } from './structure.js';
@@ -129,6 +129,27 @@ function outputRows(ctx: FillContext, t: GgufTensorInfo, stream: number): Genera
   });
 }
 
+/**
+ * deepseek4 hash routing, I32 [k, n_vocab]: row t lists the k experts token t always uses. They
+ * are k distinct experts drawn with weights (1 + rank)^−X — the router skew's Zipf popularity
+ * (structure.ts) — by sorting keys −ln(u)/w (weighted sampling without replacement).
+ */
+function hashRouteRows(ctx: FillContext, t: GgufTensorInfo, stream: number, layer: number): Generator<Uint8Array> {
+  const k = t.dims[0]!;
+  const nExpert = ctx.plan.shape.nExpert;
+  const rank = expertRanks(ctx.plan.seed, layer, nExpert);
+  const weight = Float64Array.from(rank, (r) => (1 + r) ** -ctx.plan.routerSkew);
+  const keys = new Float64Array(nExpert);
+  const order = Array.from({ length: nExpert }, (_, e) => e);
+  return byRows(t, (dst, off, tok) => {
+    const key = blockKey(stream, tok);
+    for (let e = 0; e < nExpert; e++) keys[e] = -Math.log((word(key, e) + 0.5) / 4294967296) / weight[e]!;
+    order.sort((a, b) => keys[a]! - keys[b]! || a - b);
+    const view = new DataView(dst.buffer, dst.byteOffset + off, 4 * k);
+    for (let j = 0; j < k; j++) view.setInt32(4 * j, order[j]!, true);
+  });
+}
+
 /** The data of one planned tensor, in chunks of whole rows. */
 export function tensorChunks(ctx: FillContext, planned: PlannedTensor, info: GgufTensorInfo): Iterable<Uint8Array> {
   const stream = streamKey(ctx.plan.seed, planned.name);
@@ -146,8 +167,11 @@ export function tensorChunks(ctx: FillContext, planned: PlannedTensor, info: Ggu
       return routerRows(ctx, info, stream, f.layer, f.std, f.inputScale);
     case 'routerBias': {
       const bias = routerBias(ctx.plan.seed, f.layer, info.dims[0]!, ctx.plan.routerSkew);
-      return constChunks(info, (i) => bias[i]!);
+      const scale = f.scale ?? 1;
+      return constChunks(info, (i) => scale * bias[i]!);
     }
+    case 'hashRoute':
+      return hashRouteRows(ctx, info, stream, f.layer);
     case 'output':
       return outputRows(ctx, info, stream);
   }

@@ -32,7 +32,7 @@ export interface MadeModel extends WriteResult {
 }
 
 function checkFeasible(plan: ModelPlan): void {
-  const hasRouterBias = plan.tensors.some((t) => t.fill.kind === 'routerBias');
+  const hasRouterBias = plan.tensors.some((t) => t.fill.kind === 'routerBias' || t.fill.kind === 'hashRoute');
   if (plan.routerSkew > 0 && !hasRouterBias && plan.preset.tuning.sharedDirection <= 0) {
     throw new RangeError(`preset ${plan.preset.name} cannot carry a router skew (no router bias and no shared direction)`);
   }

@@ -3,17 +3,22 @@
 // disk; describeModel(planModel(...).layout) describes a 17 GB preset in milliseconds.
 //
 // Tensor names, shapes and required hparams follow the pinned llama.cpp loaders
-// (src/models/qwen3moe.cpp, openai-moe.cpp, gemma4.cpp) and its converters
-// (conversion/base.py, qwen.py, gpt_oss.py, gemma.py), which define what a real file holds.
+// (src/models/qwen3moe.cpp, openai-moe.cpp, gemma4.cpp, qwen35moe.cpp, deepseek4.cpp) and its
+// converters (conversion/base.py, qwen.py, gpt_oss.py, gemma.py, deepseek.py), which define what
+// a real file holds. The hybrid architectures' tensors and keys live in arch-qwen35moe.ts and
+// arch-deepseek4.ts.
 
 import { layoutGguf, type GgufLayout, type GgufTensorSpec } from '../writer.js';
 import { GgmlType } from '../types.js';
 import { gv, type GgufValue } from '../values.js';
 import type { Arch, ArchShape, Gemma4Shape, GptOssShape, Preset, QuantMix, Qwen3MoeShape, Tuning } from './presets.js';
 import { getPreset } from './presets.js';
-import { FILE_TYPE, isQuantMix, tensorType } from './quantmix.js';
-import { GEMMA4_TEMPLATE, HARMONY_TEMPLATE, QWEN3_TEMPLATE } from './templates.js';
-import { buildVocab, type SynthVocab } from './tokenizer.js';
+import { FILE_TYPE, isAttnVLike, isQuantMix, tensorType } from './quantmix.js';
+import { DEEPSEEK4_TEMPLATE, GEMMA4_TEMPLATE, HARMONY_TEMPLATE, QWEN35_TEMPLATE, QWEN3_TEMPLATE } from './templates.js';
+import { buildVocab, type SynthVocab, type VocabStyle } from './tokenizer.js';
+import { inv, type Draft } from './drafts.js';
+import { qwen35moeKv, qwen35moeTensors } from './arch-qwen35moe.js';
+import { deepseek4Kv, deepseek4Tensors } from './arch-deepseek4.js';
 
 /** Options that determine a synthetic model's bytes. */
 export interface PlanOptions {
@@ -43,8 +48,10 @@ export type Fill =
   | { readonly kind: 'embedding'; readonly rms: number }
   /** router weight rows: random (orthogonal to the shared direction) + popularity skew */
   | { readonly kind: 'router'; readonly layer: number; readonly std: number; readonly inputScale: number }
-  /** gpt-oss router bias: the popularity skew itself */
-  | { readonly kind: 'routerBias'; readonly layer: number }
+  /** router bias (gpt-oss) or selection bias (deepseek4 exp_probs_b): the popularity skew × scale */
+  | { readonly kind: 'routerBias'; readonly layer: number; readonly scale?: number }
+  /** deepseek4 hash routing (I32 [k, n_vocab]): k distinct experts per token id, drawn with the skew */
+  | { readonly kind: 'hashRoute'; readonly layer: number }
   /** the planted output head */
   | { readonly kind: 'output' };
 
@@ -67,15 +74,6 @@ export interface ModelPlan {
   readonly layout: GgufLayout;
 }
 
-interface Draft {
-  name: string;
-  dims: number[];
-  fill: Fill;
-  layer: number | undefined;
-  /** force a type (F32 for small 1-D / bias tensors is implied by quantizable()) */
-}
-
-const inv = (x: number): number => 1 / Math.sqrt(x);
 
 /** gemma4: does layer il use sliding-window attention? (5 sliding : 1 full) */
 export function gemma4IsSwa(shape: Gemma4Shape, il: number): boolean {
@@ -236,6 +234,10 @@ function commonKv(arch: Arch, s: ArchShape, name: string, quant: QuantMix): [str
 
 function archKv(s: ArchShape): [string, GgufValue][] {
   switch (s.arch) {
+    case 'qwen35moe':
+      return qwen35moeKv(s);
+    case 'deepseek4':
+      return deepseek4Kv(s);
     case 'qwen3moe':
       return [
         ['qwen3moe.feed_forward_length', gv.u32(s.nFf)],
@@ -296,6 +298,37 @@ function tokenizerKv(v: SynthVocab, template: string): [string, GgufValue][] {
   return kv;
 }
 
+function archTensors(s: ArchShape, t: Tuning): Draft[] {
+  switch (s.arch) {
+    case 'qwen3moe':
+      return qwen3Tensors(s, t);
+    case 'gpt-oss':
+      return gptOssTensors(s, t);
+    case 'gemma4':
+      return gemma4Tensors(s, t);
+    case 'qwen35moe':
+      return qwen35moeTensors(s, t);
+    case 'deepseek4':
+      return deepseek4Tensors(s, t);
+  }
+}
+
+/** Each architecture's tokenizer family and chat template. */
+const VOCAB_STYLE: Readonly<Record<Arch, VocabStyle>> = {
+  qwen3moe: 'qwen3',
+  'gpt-oss': 'harmony',
+  gemma4: 'gemma4',
+  qwen35moe: 'qwen35',
+  deepseek4: 'deepseek4',
+};
+const TEMPLATES: Readonly<Record<VocabStyle, string>> = {
+  qwen3: QWEN3_TEMPLATE,
+  harmony: HARMONY_TEMPLATE,
+  gemma4: GEMMA4_TEMPLATE,
+  qwen35: QWEN35_TEMPLATE,
+  deepseek4: DEEPSEEK4_TEMPLATE,
+};
+
 /** Validate options and apply defaults. */
 export function resolveOptions(opts: PlanOptions): { preset: Preset; shape: ArchShape; quant: QuantMix; seed: number; routerSkew: number } {
   const base = getPreset(opts.preset);
@@ -323,18 +356,17 @@ export function resolveOptions(opts: PlanOptions): { preset: Preset; shape: Arch
 export function planModel(opts: PlanOptions, path?: string): ModelPlan {
   const { preset, shape, quant, seed, routerSkew } = resolveOptions(opts);
   const t = preset.tuning;
-  const drafts =
-    shape.arch === 'qwen3moe' ? qwen3Tensors(shape, t) : shape.arch === 'gpt-oss' ? gptOssTensors(shape, t) : gemma4Tensors(shape, t);
-  const nAttnV = drafts.filter((d) => d.name.includes('attn_v.weight')).length;
+  const drafts = archTensors(shape, t);
+  const nAttnV = drafts.filter((d) => isAttnVLike(d.name)).length;
   let attnV = 0;
   const tensors: PlannedTensor[] = drafts.map((d) => {
-    const type = tensorType(quant, d.name, d.dims, { nLayer: shape.nLayer, nAttnV }, d.layer, attnV);
-    if (d.name.includes('attn_v.weight')) attnV++;
+    const type = d.type ?? tensorType(quant, d.name, d.dims, { nLayer: shape.nLayer, nAttnV }, d.layer, attnV);
+    if (isAttnVLike(d.name)) attnV++;
     return { name: d.name, dims: d.dims, type, fill: d.fill, layer: d.layer };
   });
-  const style = shape.arch === 'qwen3moe' ? 'qwen3' : shape.arch === 'gpt-oss' ? 'harmony' : 'gemma4';
+  const style = VOCAB_STYLE[shape.arch];
   const vocab = buildVocab(style, shape.nVocab);
-  const template = style === 'qwen3' ? QWEN3_TEMPLATE : style === 'harmony' ? HARMONY_TEMPLATE : GEMMA4_TEMPLATE;
+  const template = TEMPLATES[style];
   const name = opts.layers !== undefined ? `${preset.name} (${shape.nLayer} layers)` : preset.name;
   const kv: [string, GgufValue][] = [
     ...commonKv(shape.arch, shape, `bmoe synthetic ${name}`, quant),

@@ -2,8 +2,10 @@
 // streaming working sets match what users run), plus tiny and demo variants for tests.
 // Every preset says where its numbers come from.
 
+import { HYBRID_PRESETS, MINI_HYBRID_PRESETS } from './presets-hybrid.js';
+
 /** Architectures the generator can build, named as llama.cpp's general.architecture. */
-export type Arch = 'qwen3moe' | 'gpt-oss' | 'gemma4';
+export type Arch = 'qwen3moe' | 'gpt-oss' | 'gemma4' | 'qwen35moe' | 'deepseek4';
 
 /** Quantization mixes (see quantmix.ts for the exact per-tensor rules). */
 export type QuantMix = 'q4_k_m' | 'q4_k' | 'mxfp4_moe';
@@ -63,7 +65,48 @@ export interface Gemma4Shape extends ShapeBase {
   readonly kEqV: boolean;
 }
 
-export type ArchShape = Qwen3MoeShape | GptOssShape | Gemma4Shape;
+export interface Qwen35MoeShape extends ShapeBase {
+  readonly arch: 'qwen35moe';
+  /** KV heads of the gated full-attention layers */
+  readonly nHeadKv: number;
+  /** shared expert FFN width (shared_expert_intermediate_size) */
+  readonly nFfShexp: number;
+  /** rotary dimensions of a full-attention head (head_dim × partial_rotary_factor) */
+  readonly ropeDim: number;
+  /** interleaved M-RoPE sections (mrope_section, padded to 4 with 0 as the converter writes it) */
+  readonly ropeSections: readonly number[];
+  /** layer il is full attention iff (il + 1) % fullAttnInterval == 0; the others are Gated DeltaNet */
+  readonly fullAttnInterval: number;
+  /** Gated DeltaNet: linear_conv_kernel_dim, linear_num_key_heads, linear_num_value_heads, linear_key_head_dim (= value head dim) */
+  readonly linear: { readonly convKernel: number; readonly keyHeads: number; readonly valueHeads: number; readonly headDim: number };
+}
+
+export interface Deepseek4Shape extends ShapeBase {
+  readonly arch: 'deepseek4';
+  /** rotary dimensions of a head (qk_rope_head_dim; the last ropeDim of headDim) */
+  readonly ropeDim: number;
+  readonly qLoraRank: number;
+  readonly oLoraRank: number;
+  /** o_groups: the grouped low-rank output projection */
+  readonly oGroups: number;
+  readonly slidingWindow: number;
+  /** n_shared_experts, each nFfExp wide */
+  readonly nSharedExperts: number;
+  /** per layer: 0 = sliding window only, 4 = compressed sparse attention + indexer, 128 = heavily compressed; layers past the list alternate 4, 128 */
+  readonly compressRatios: readonly number[];
+  readonly compressRopeTheta: number;
+  /** manifold-constrained hyper-connections: streams, Sinkhorn iterations, epsilon */
+  readonly hc: { readonly mult: number; readonly sinkhornIters: number; readonly eps: number };
+  /** the first hashLayers layers route by token id (ffn_gate_tid2eid) instead of by score */
+  readonly hashLayers: number;
+  readonly indexer: { readonly heads: number; readonly headDim: number; readonly topK: number };
+  readonly swigluLimit: number;
+  /** routed_scaling_factor */
+  readonly routedScale: number;
+  readonly yarn: { readonly factor: number; readonly origCtx: number; readonly betaFast: number; readonly betaSlow: number };
+}
+
+export type ArchShape = Qwen3MoeShape | GptOssShape | Gemma4Shape | Qwen35MoeShape | Deepseek4Shape;
 
 /**
  * How strongly each part of the random network acts, as dimensionless ratios (documented in
@@ -76,7 +119,8 @@ export interface Tuning {
   readonly attn: number;
   /** total MoE contribution to the residual stream, relative to the token embedding */
   readonly moe: number;
-  /** gemma4: the dense MLP's weight inside the FFN block, relative to the experts (1 = equal) */
+  /** gemma4: the dense MLP's weight inside the FFN block, relative to the experts (1 = equal);
+   *  qwen35moe, deepseek4: the shared expert's output relative to the routed experts' */
   readonly sharedMlp: number;
   /** standard deviation of the router logits across experts for a typical token */
   readonly routerLogitStd: number;
@@ -182,6 +226,7 @@ const PRESETS: readonly Preset[] = [
       'to Q5_0 / Q8_0 exactly as llama-quantize does.',
     tuning: GEMMA4_TUNING,
   },
+  ...HYBRID_PRESETS,
   {
     name: 'tiny-qwen3moe',
     description: 'Tiny qwen3moe for tests: 4 layers, n_embd 256, 16 experts top-4',
@@ -216,6 +261,7 @@ const PRESETS: readonly Preset[] = [
     notes: 'Like the real model, its down projections (128 and 384 wide) are not multiples of 256 and fall back to Q5_0 / Q8_0.',
     tuning: TINY_GEMMA4_TUNING,
   },
+  ...MINI_HYBRID_PRESETS,
   {
     name: 'demo-qwen3moe',
     description: 'Demo qwen3moe: ~300 MB, 8 layers, n_embd 1024, 64 experts top-8, mostly expert bytes',
@@ -233,10 +279,11 @@ const PRESETS: readonly Preset[] = [
 
 const BY_NAME = new Map(PRESETS.map((p) => [p.name, p]));
 
+
 /** All presets, by name. */
 export const presets: Readonly<Record<string, Preset>> = Object.freeze(Object.fromEntries(BY_NAME));
 
-/** All presets in a stable order (real shapes first, then tiny, then demo). */
+/** All presets in a stable order (real shapes first, then tiny and mini, then demo). */
 export function listPresets(): readonly Preset[] {
   return PRESETS;
 }

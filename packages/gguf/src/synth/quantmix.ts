@@ -3,9 +3,11 @@
 // row-size fallback), so a synthetic "Q4_K_M" file has the same per-tensor types — and hence
 // the same dense/expert byte split — as a real one.
 //
-// - q4_k_m (LLAMA_FTYPE_MOSTLY_Q4_K_M): Q4_K by default; output.weight Q6_K; attn_v and every
-//   ffn_down* tensor Q6_K on the layers use_more_bits() picks; 1-D tensors, *_norm and the
-//   router (ffn_gate_inp) stay F32. (The rule's n_expert == 8 special cases are not modelled;
+// - q4_k_m (LLAMA_FTYPE_MOSTLY_Q4_K_M): Q4_K by default; output.weight Q6_K; the attn_v-like
+//   tensors (attn_v, attn_qkv, attn_kv_b: llama-quant.cpp's category_is_attn_v, counted together
+//   in file order) and every ffn_down* tensor Q6_K on the layers use_more_bits() picks; 1-D
+//   tensors, *_norm, the router (ffn_gate_inp), ssm_conv1d and the I32 hash-routing table
+//   (ffn_gate_tid2eid) are not quantized. (The rule's n_expert == 8 special cases are not modelled;
 //   no preset has 8 experts with a K-quant mix.)
 // - q4_k: every quantizable 2-D/3-D weight Q4_K, output.weight Q6_K — the "all experts Q4_K"
 //   files some published streaming numbers were measured on.
@@ -39,8 +41,15 @@ export function quantizable(name: string, dims: readonly number[]): boolean {
   if (!name.endsWith('weight')) return false;
   if (name.includes('_norm.weight')) return false;
   if (name.includes('ffn_gate_inp.weight')) return false;
+  if (name.includes('ffn_gate_tid2eid.weight')) return false;
+  if (name.includes('ssm_conv1d')) return false;
   if (name.includes('per_layer_model_proj')) return false;
   return true;
+}
+
+/** llama-quant.cpp category_is_attn_v: the tensors Q4_K_M counts (and upgrades) as attn_v. */
+export function isAttnVLike(name: string): boolean {
+  return name.includes('attn_v.weight') || name.includes('attn_qkv.weight') || name.includes('attn_kv_b.weight');
 }
 
 function fallback(type: GgmlType, ne0: number): GgmlType {
@@ -52,13 +61,13 @@ function fallback(type: GgmlType, ne0: number): GgmlType {
 export interface TypeContext {
   /** block_count */
   readonly nLayer: number;
-  /** number of attn_v tensors in the file (llama-quantize's n_attention_wv) */
+  /** number of attn_v-like tensors in the file (llama-quantize's n_attention_wv) */
   readonly nAttnV: number;
 }
 
 /**
- * Type of one tensor. `attnVIndex` is the ordinal of this tensor among attn_v tensors (only
- * used for attn_v), `layer` the block index parsed from the name.
+ * Type of one tensor. `attnVIndex` is the ordinal of this tensor among attn_v-like tensors (only
+ * used for those), `layer` the block index parsed from the name.
  */
 export function tensorType(
   mix: QuantMix,
@@ -80,7 +89,7 @@ export function tensorType(
     t = GgmlType.Q4_K;
   } else {
     t = GgmlType.Q4_K;
-    if (name.includes('attn_v.weight') && useMoreBits(attnVIndex, ctx.nAttnV)) t = GgmlType.Q6_K;
+    if (isAttnVLike(name) && useMoreBits(attnVIndex, ctx.nAttnV)) t = GgmlType.Q6_K;
     if (name.includes('ffn_down') && layer !== undefined && useMoreBits(layer, ctx.nLayer)) t = GgmlType.Q6_K;
   }
   return fallback(t, ne0);

@@ -23,7 +23,10 @@
 //    where rank_l is a seeded random permutation of the experts. Before top-k selection this
 //    multiplies expert e's routing weight by (1 + rank)^−X: a Zipf popularity with exponent X
 //    over a different expert order per layer; X = 0 is plain random routing. gpt-oss has a
-//    router bias, which carries the skew exactly. qwen3moe and gemma4 have none, so the skew
+//    router bias, which carries the skew exactly; deepseek4 has a selection bias added to its
+//    sqrt(softplus) scores (carried approximately, scaled by their slope at 0) and, in its
+//    hash-routed layers, token → expert tables drawn with the same Zipf weights.
+//    qwen3moe, qwen35moe and gemma4 have no router bias, so the skew
 //    rides on a direction c shared by every token embedding (magnitude Tuning.sharedDirection
 //    of their RMS): router rows are made orthogonal to c and then get the bias along c, scaled
 //    so it is exact for the first layer's input; deeper layers see it diluted in proportion to

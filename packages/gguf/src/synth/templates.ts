@@ -14,6 +14,12 @@
 //   "{#- OpenAI Chat Completions:" note on tool messages. Thinking is switched on by <|think|> at
 //   the top of the system turn; without it the generation prompt closes an empty thought
 //   channel, as chat.cpp's gemma4 parser expects.
+// - qwen35moe: Qwen3.5's ChatML with <think> reasoning (on unless enable_thinking is false) and
+//   XML tool calls (<tool_call><function=…><parameter=…>); chat.cpp routes a template with
+//   "<tool_call>", "<function=" and "<parameter=" to its Qwen3-Coder / Qwen3.5 handler.
+// - deepseek4: DeepSeek V4's <｜User｜> / <｜Assistant｜> turns, thinking closed by </think>, and
+//   DSML tool calls; chat.cpp's DeepSeek V3.2/V4 handler is picked by "dsml_token" and "DSML" in
+//   the template, V4's by "tool_calls" without "function_calls".
 // The templates are kept whitespace-tight ({%- -%}) so their output is exactly the format.
 
 export const QWEN3_TEMPLATE = String.raw`{#- ChatML conversation with optional <think> reasoning (bmoe synthetic qwen3moe). -#}
@@ -172,3 +178,99 @@ export const GEMMA4_TEMPLATE = String.raw`{#- Gemma 4 style turns (bmoe syntheti
 {{- '<|turn>model\n' -}}
 {%- if not thinking -%}{{- '<|channel>thought\n<channel|>' -}}{%- endif -%}
 {%- endif -%}`;
+
+
+export const QWEN35_TEMPLATE = String.raw`{#- Qwen3.5-style ChatML with <think> reasoning and XML tool calls (bmoe synthetic qwen35moe). -#}
+{%- set sys = namespace(text='') -%}
+{%- if messages and messages[0].role == 'system' -%}{%- set sys.text = messages[0].content -%}{%- endif -%}
+{%- if tools -%}
+{{- '<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>' -}}
+{%- for tool in tools -%}{{- '\n' + (tool | tojson) -}}{%- endfor -%}
+{{- '\n</tools>\n\nTo call a function, reply in this format and nothing after it:\n\n<tool_call>\n<function=example_function_name>\n<parameter=example_parameter>\nvalue\n</parameter>\n</function>\n</tool_call>' -}}
+{%- if sys.text -%}{{- '\n\n' + sys.text -}}{%- endif -%}
+{{- '<|im_end|>\n' -}}
+{%- elif sys.text -%}
+{{- '<|im_start|>system\n' + sys.text + '<|im_end|>\n' -}}
+{%- endif -%}
+{%- set turn = namespace(last_user=-1) -%}
+{%- for m in messages -%}{%- if m.role == 'user' -%}{%- set turn.last_user = loop.index0 -%}{%- endif -%}{%- endfor -%}
+{%- for m in messages -%}
+{%- if m.role == 'user' or (m.role == 'system' and not loop.first) -%}
+{{- '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' -}}
+{%- elif m.role == 'assistant' -%}
+{%- set body = namespace(text=(m.content if m.content is string else ''), thought='') -%}
+{%- if m.reasoning_content is string -%}
+{%- set body.thought = m.reasoning_content -%}
+{%- elif '</think>' in body.text -%}
+{%- set body.thought = body.text.split('</think>')[0].split('<think>')[-1] -%}
+{%- set body.text = body.text.split('</think>')[-1].lstrip('\n') -%}
+{%- endif -%}
+{{- '<|im_start|>assistant\n' -}}
+{%- if loop.index0 > turn.last_user -%}{{- '<think>\n' + body.thought.strip('\n') + '\n</think>\n\n' -}}{%- endif -%}
+{{- body.text -}}
+{%- if m.tool_calls -%}
+{%- for call in m.tool_calls -%}
+{%- set f = call.function if call.function is defined else call -%}
+{%- if body.text.strip() or not loop.first -%}{{- '\n\n' if loop.first else '\n' -}}{%- endif -%}
+{{- '<tool_call>\n<function=' + f.name + '>\n' -}}
+{%- if f.arguments is mapping -%}
+{%- for name, value in f.arguments | items -%}
+{{- '<parameter=' + name + '>\n' + (value | tojson if value is mapping or (value is sequence and value is not string) else value | string) + '\n</parameter>\n' -}}
+{%- endfor -%}
+{%- endif -%}
+{{- '</function>\n</tool_call>' -}}
+{%- endfor -%}
+{%- endif -%}
+{{- '<|im_end|>\n' -}}
+{%- elif m.role == 'tool' -%}
+{%- if loop.first or messages[loop.index0 - 1].role != 'tool' -%}{{- '<|im_start|>user' -}}{%- endif -%}
+{{- '\n<tool_response>\n' + m.content + '\n</tool_response>' -}}
+{%- if loop.last or messages[loop.index0 + 1].role != 'tool' -%}{{- '<|im_end|>\n' -}}{%- endif -%}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+{{- '<|im_start|>assistant\n' -}}
+{%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\n\n</think>\n\n' -}}{%- else -%}{{- '<think>\n' -}}{%- endif -%}
+{%- endif -%}`;
+
+export const DEEPSEEK4_TEMPLATE = String.raw`{#- DeepSeek V4 style turns with DSML tool calls (bmoe synthetic deepseek4). -#}
+{%- set dsml_token = '｜DSML｜' -%}
+{%- set thinking = enable_thinking is defined and enable_thinking -%}
+{%- set ns = namespace(sys='') -%}
+{%- for m in messages -%}{%- if m.role == 'system' -%}{%- set ns.sys = ns.sys + ('\n\n' if ns.sys else '') + m.content -%}{%- endif -%}{%- endfor -%}
+{%- if tools -%}
+{%- set ns.sys = ns.sys + ('\n\n' if ns.sys else '') + '## Tools\n\nCall tools with a block like this:\n\n<' + dsml_token + 'tool_calls>\n<' + dsml_token + 'invoke name="$TOOL_NAME">\n<' + dsml_token + 'parameter name="$PARAMETER_NAME" string="true|false">$PARAMETER_VALUE</' + dsml_token + 'parameter>\n</' + dsml_token + 'invoke>\n</' + dsml_token + 'tool_calls>\n\nString values go as they are with string="true", anything else as JSON with string="false".\n\n### Available Tool Schemas\n\n' -%}
+{%- for tool in tools -%}{%- set ns.sys = ns.sys + ((tool.function if tool.function is defined else tool) | tojson) + '\n' -%}{%- endfor -%}
+{%- endif -%}
+{{- bos_token + ns.sys -}}
+{%- set last = namespace(user=-1) -%}
+{%- for m in messages -%}{%- if m.role in ['user', 'developer', 'tool'] -%}{%- set last.user = loop.index0 -%}{%- endif -%}{%- endfor -%}
+{%- set state = namespace(in_user=false) -%}
+{%- for m in messages -%}
+{%- if m.role in ['user', 'developer', 'tool'] -%}
+{{- '\n\n' if state.in_user else '<｜User｜>' -}}
+{%- set state.in_user = true -%}
+{%- if m.role == 'tool' -%}{{- '<tool_result>' + m.content + '</tool_result>' -}}{%- else -%}{{- m.content -}}{%- endif -%}
+{%- elif m.role == 'assistant' -%}
+{%- set state.in_user = false -%}
+{{- '<｜Assistant｜>' -}}
+{%- if thinking and loop.index0 > last.user -%}{{- '<think>' + (m.reasoning_content if m.reasoning_content is string else '') + '</think>' -}}{%- else -%}{{- '</think>' -}}{%- endif -%}
+{{- m.content if m.content is string else '' -}}
+{%- if m.tool_calls -%}
+{{- '\n\n<' + dsml_token + 'tool_calls>\n' -}}
+{%- for call in m.tool_calls -%}
+{%- set f = call.function if call.function is defined else call -%}
+{{- '<' + dsml_token + 'invoke name="' + f.name + '">\n' -}}
+{%- set args = f.arguments | from_json if f.arguments is string else f.arguments -%}
+{%- for k, v in args.items() -%}
+{%- if v is string -%}{{- '<' + dsml_token + 'parameter name="' + k + '" string="true">' + v + '</' + dsml_token + 'parameter>\n' -}}
+{%- else -%}{{- '<' + dsml_token + 'parameter name="' + k + '" string="false">' + (v | tojson) + '</' + dsml_token + 'parameter>\n' -}}{%- endif -%}
+{%- endfor -%}
+{{- '</' + dsml_token + 'invoke>\n' -}}
+{%- endfor -%}
+{{- '</' + dsml_token + 'tool_calls>' -}}
+{%- endif -%}
+{{- '<｜end▁of▁sentence｜>' -}}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- '<｜Assistant｜>' + ('<think>' if thinking else '</think>') -}}{%- endif -%}`;

@@ -1,7 +1,9 @@
 // Real, working vocabularies for synthetic models.
 //
-// qwen3moe and gpt-oss get byte-level BPE vocabs (tokenizer.ggml.model "gpt2") with the
-// pre-tokenizer llama.cpp expects for them ("qwen2" and "gpt-4o"); gemma4 gets what its
+// qwen3moe, qwen35moe, gpt-oss and deepseek4 get byte-level BPE vocabs (tokenizer.ggml.model
+// "gpt2") with the pre-tokenizer llama.cpp expects for them ("qwen2", "qwen35", "gpt-4o",
+// "deepseek-v3"; qwen35 and deepseek-v3 are trained on the qwen2 split, which they match on the
+// built-in corpus except that deepseek-v3 keeps up to 3 digits together); gemma4 gets what its
 // converter writes: tokenizer.ggml.model "gemma4", which llama.cpp loads as BPE over raw UTF-8
 // with SentencePiece-style "▁" spaces and "<0xXX>" byte-fallback tokens (llama-vocab.cpp:
 // LLAMA_VOCAB_PRE_TYPE_GEMMA4, byte_encode = false, escape_whitespaces = true). A gpt2-type vocab
@@ -24,7 +26,7 @@ export enum TokenType {
   BYTE = 6,
 }
 
-export type VocabStyle = 'qwen3' | 'harmony' | 'gemma4';
+export type VocabStyle = 'qwen3' | 'harmony' | 'gemma4' | 'qwen35' | 'deepseek4';
 
 export interface SynthVocab {
   readonly style: VocabStyle;
@@ -80,6 +82,14 @@ const HARMONY_SPECIALS: readonly Special[] = [
   ctl('<|channel|>'), ctl('<|start|>'), ctl('<|end|>'), ctl('<|message|>'), ctl('<|call|>'),
 ];
 
+// DeepSeek V3/V4's special tokens as its chat template uses them (names as in the template; ids
+// differ: the real vocab puts begin/end of sentence at 0 and 1, as this one does, and the rest at
+// its end). ｜DSML｜ marks V4's tool-call markup.
+const DEEPSEEK4_SPECIALS: readonly Special[] = [
+  ctl('<｜begin▁of▁sentence｜>'), ctl('<｜end▁of▁sentence｜>'), ctl('<｜▁pad▁｜>'),
+  ctl('<｜User｜>'), ctl('<｜Assistant｜>'), usr('<think>'), usr('</think>'), usr('｜DSML｜'),
+];
+
 // Gemma 4's control tokens as its chat template and llama.cpp's gemma4 parser use them. The
 // converter marks the channel / tool-call / quote tokens USER_DEFINED so they always render.
 const GEMMA4_SPECIALS: readonly Special[] = [
@@ -126,6 +136,23 @@ export function minVocabSize(style: VocabStyle): number {
   return buildVocab(style, Number.MAX_SAFE_INTEGER, true).tokens.length;
 }
 
+/** Each family's tokenizer model, pre-tokenizer and special ids, as its real GGUFs have them. */
+function familyFields(style: VocabStyle, id: (s: string) => number): Pick<SynthVocab, 'model' | 'pre' | 'bos' | 'eos' | 'pad' | 'unk' | 'addBos'> {
+  switch (style) {
+    case 'qwen3':
+    case 'qwen35':
+      // As Qwen3's GGUFs: no BOS is added; <|endoftext|> doubles as bos/pad; turns end with <|im_end|>.
+      return { model: 'gpt2', pre: style === 'qwen3' ? 'qwen2' : 'qwen35', bos: id('<|endoftext|>'), eos: id('<|im_end|>'), pad: id('<|endoftext|>'), unk: undefined, addBos: false };
+    case 'deepseek4':
+      // As DeepSeek's GGUFs: BOS added; replies end with <｜end▁of▁sentence｜>.
+      return { model: 'gpt2', pre: 'deepseek-v3', bos: id('<｜begin▁of▁sentence｜>'), eos: id('<｜end▁of▁sentence｜>'), pad: id('<｜▁pad▁｜>'), unk: undefined, addBos: true };
+    case 'harmony':
+      return { model: 'gpt2', pre: 'gpt-4o', bos: id('<|startoftext|>'), eos: id('<|return|>'), pad: id('<|endoftext|>'), unk: undefined, addBos: false };
+    case 'gemma4':
+      return { model: 'gemma4', pre: undefined, bos: id('<bos>'), eos: id('<eos>'), pad: id('<pad>'), unk: id('<unk>'), addBos: true };
+  }
+}
+
 /**
  * Build the vocab of a style, padded to vocabSize with UNUSED tokens.
  * Throws when vocabSize is too small for bytes + merges + specials.
@@ -168,15 +195,16 @@ export function buildVocab(style: VocabStyle, vocabSize: number, unpadded = fals
     merges = t.merges.map(([a, b]) => `${a} ${b}`);
     decode = (s) => s.replaceAll(SPM_SPACE, ' ');
   } else {
+    if (style === 'deepseek4') addSpecials(DEEPSEEK4_SPECIALS);
     const byteChars = bytesToUnicode();
     for (let b = 0; b < 256; b++) add(byteChars[b]!, TokenType.NORMAL);
-    const t = trained(style === 'qwen3' ? 'qwen2' : 'gpt-4o');
+    const t = trained(style === 'harmony' ? 'gpt-4o' : 'qwen2');
     for (const tok of t.tokens) add(tok, TokenType.NORMAL);
     tokens.forEach((tok, id) => {
-      if (isCandidate(tok, t.units, byteDecode(tok))) candidateFrom.add(id);
+      if (types[id] === TokenType.NORMAL && isCandidate(tok, t.units, byteDecode(tok))) candidateFrom.add(id);
     });
     merges = t.merges.map(([a, b]) => `${a} ${b}`);
-    addSpecials(style === 'qwen3' ? QWEN3_SPECIALS : HARMONY_SPECIALS);
+    if (style !== 'deepseek4') addSpecials(style === 'harmony' ? HARMONY_SPECIALS : QWEN3_SPECIALS);
     decode = (s) => byteDecode(s);
   }
 
@@ -205,13 +233,5 @@ export function buildVocab(style: VocabStyle, vocabSize: number, unpadded = fals
     return decode(tok);
   };
 
-  switch (style) {
-    case 'qwen3':
-      // As Qwen3's GGUFs: no BOS is added; <|endoftext|> doubles as bos/pad; turns end with <|im_end|>.
-      return { style, model: 'gpt2', pre: 'qwen2', tokens, types, merges, special, bos: id('<|endoftext|>'), eos: id('<|im_end|>'), pad: id('<|endoftext|>'), unk: undefined, addBos: false, live, candidates, text };
-    case 'harmony':
-      return { style, model: 'gpt2', pre: 'gpt-4o', tokens, types, merges, special, bos: id('<|startoftext|>'), eos: id('<|return|>'), pad: id('<|endoftext|>'), unk: undefined, addBos: false, live, candidates, text };
-    case 'gemma4':
-      return { style, model: 'gemma4', pre: undefined, tokens, types, merges, special, bos: id('<bos>'), eos: id('<eos>'), pad: id('<pad>'), unk: id('<unk>'), addBos: true, live, candidates, text };
-  }
+  return { style, tokens, types, merges, special, live, candidates, text, ...familyFields(style, id) };
 }
