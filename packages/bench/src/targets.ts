@@ -84,14 +84,29 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, k
 }
 
 /**
- * Where the read ceiling is probed: the file holding the experts, past the dense weights. A
- * split model's expert bytes are spread over its shards: the largest shard after the first.
+ * Where the read ceiling is probed, and how much of it in each place: the file past its dense
+ * weights, or every shard of a split model in proportion to its size (the streamer reads experts
+ * from all of them; a probe of one shard would see a smaller, better-cached part of the disk).
  */
-export function ceilingTarget(header: ModelHeaderInfo): { path: string; rangeStart: number } {
+export function ceilingTargets(header: ModelHeaderInfo, totalBytes: number): Array<{ path: string; rangeStart: number; totalBytes: number }> {
   const shards = header.shards ?? [];
-  if (shards.length <= 1) return { path: header.path, rangeStart: header.denseBytes };
-  const rest = shards.slice(1).reduce((a, b) => (b.bytes > a.bytes ? b : a));
-  return { path: rest.path, rangeStart: 0 };
+  if (shards.length <= 1) return [{ path: header.path, rangeStart: header.denseBytes, totalBytes }];
+  const all = shards.reduce((a, b) => a + b.bytes, 0);
+  return shards.map((sh) => ({ path: sh.path, rangeStart: 0, totalBytes: Math.max(1, Math.round((totalBytes * sh.bytes) / all)) }));
+}
+
+/** The disk's read ceiling over the model's files: bytes ÷ seconds summed over every probe. */
+async function measureCeiling(header: ModelHeaderInfo, lanes: number, blockBytes: number): Promise<{ mibps: number; odirect: boolean }> {
+  let bytes = 0;
+  let seconds = 0;
+  let odirect = true;
+  for (const where of ceilingTargets(header, 2 * GiB)) {
+    const c = await readCeiling({ ...where, lanes, blockBytes: Math.min(blockBytes, where.totalBytes) });
+    bytes += c.bytes;
+    seconds += c.seconds;
+    odirect &&= c.odirect;
+  }
+  return { mibps: bytes / MiB / seconds, odirect };
 }
 
 export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]; ceilingMiBps: number; header: Awaited<ReturnType<typeof inspectModel>> }> {
@@ -105,9 +120,8 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
     // The disk's own ceiling, as the streamer reads (random expert-sized O_DIRECT blocks, same lanes).
     if (o.dropCaches) dropCaches();
     const slice = header.expertSliceBytes.gate ?? header.expertSliceBytes.gate_up ?? 1 << 20;
-    const where = ceilingTarget(header);
-    const ceil = await readCeiling({ path: where.path, lanes: o.lanes, blockBytes: slice, totalBytes: 2 * GiB, rangeStart: where.rangeStart });
-    const ceilingMiBps = ceil.bytes / MiB / ceil.seconds;
+    const ceil = await measureCeiling(header, o.lanes, slice);
+    const ceilingMiBps = ceil.mibps;
     o.log(`read ceiling: ${ceilingMiBps.toFixed(0)} MiB/s with ${o.lanes} lanes (O_DIRECT ${ceil.odirect ? 'on' : 'refused'}, ${(slice / 1024).toFixed(0)} KiB blocks)`);
 
     for (const row of targetRows(o.cacheMb, cacheAllMb, o.lanes, o.rows)) {

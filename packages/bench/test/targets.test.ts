@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { inspectModel, summarize, type RunSummary } from '@bmoe/engine';
 import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROW_KEYS, ceilingTarget, rooflineRatio, targetRows } from '../src/targets.js';
+import { ROW_KEYS, ceilingTargets, rooflineRatio, targetRows } from '../src/targets.js';
 
 const BENCH = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
@@ -45,15 +45,18 @@ describe('rooflineRatio', () => {
   });
 });
 
-describe('ceilingTarget', () => {
-  it('probes a single file past its dense bytes, a split model in its largest later shard', async () => {
+describe('ceilingTargets', () => {
+  it('probes a single file past its dense bytes, a split model in every shard by its size', async () => {
     const one = await inspectModel(single);
-    expect(ceilingTarget(one)).toEqual({ path: single, rangeStart: one.denseBytes });
+    expect(ceilingTargets(one, 1000)).toEqual([{ path: single, rangeStart: one.denseBytes, totalBytes: 1000 }]);
     const many = await inspectModel(first);
-    expect(many.shards?.length).toBeGreaterThanOrEqual(3);
-    const later = (many.shards ?? []).slice(1);
-    const biggest = later.reduce((a, b) => (b.bytes > a.bytes ? b : a));
-    expect(ceilingTarget(many)).toEqual({ path: biggest.path, rangeStart: 0 });
+    const shards = many.shards ?? [];
+    expect(shards.length).toBeGreaterThanOrEqual(3);
+    const probes = ceilingTargets(many, 1_000_000);
+    expect(probes.map((p) => p.path)).toEqual(shards.map((s) => s.path));
+    expect(probes.every((p) => p.rangeStart === 0)).toBe(true);
+    const all = shards.reduce((a, s) => a + s.bytes, 0);
+    probes.forEach((p, i) => expect(p.totalBytes).toBe(Math.round((1_000_000 * (shards[i]?.bytes ?? 0)) / all)));
   });
 });
 
