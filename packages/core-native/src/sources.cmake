@@ -27,7 +27,8 @@ endif()
 add_library(bmoe_policy STATIC
     src/cache/cache_policy.cpp
     src/cache/cache_budget.cpp
-    src/stream/stream_config.cpp)
+    src/stream/stream_config.cpp
+    src/stream/route_select.cpp)
 target_include_directories(bmoe_policy PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 
 add_library(bmoe_runtime STATIC
@@ -43,6 +44,7 @@ add_library(bmoe_runtime STATIC
     src/layout/model_files.cpp
     src/stream/streamer.cpp
     src/stream/routing.cpp
+    src/stream/route_ahead.cpp
     src/vm/expert_memory.cpp
     src/vm/slot_pool.cpp
     src/vm/file_guard.cpp
@@ -81,4 +83,7 @@ add_test(NAME cache_budget COMMAND test_cache_budget)
 add_executable(test_meminfo test/cpp/test_meminfo.cpp src/sys/meminfo.cpp)
 target_include_directories(test_meminfo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include)
 add_test(NAME meminfo COMMAND test_meminfo)
-add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo)
+add_executable(test_route_select test/cpp/test_route_select.cpp)
+target_link_libraries(test_route_select PRIVATE bmoe_policy)
+add_test(NAME route_select COMMAND test_route_select)
+add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select)

@@ -255,6 +255,7 @@ inline stream_config read_stream_config(js_reader & r, const Napi::Object & s) {
     c.io_threads    = (int32_t) r.integer(s, "ioThreads", 4, 1, 64);
     c.overlap       = r.boolean(s, "overlap", false);
     c.prefetch      = (int32_t) r.integer(s, "prefetch", 0, 0, 64);
+    c.route_ahead   = r.boolean(s, "routeAhead", false);
     c.odirect       = r.boolean(s, "odirect", true);
     c.force_cache   = r.boolean(s, "forceCache", false);
     const std::string dw = r.string(s, "denseWeights", "mmap");

@@ -72,6 +72,7 @@ void streamer::route_layer(int32_t layer, const ggml_tensor * ids) {
     }
     std::vector<int32_t> experts;
     for (int32_t e = 0; e < layout.n_expert; e++) if (need[(size_t) e]) experts.push_back(e);
+    if (cfg.route_ahead) score_ahead(layer, need);
 
     const double t0 = now_ms();
     if ((int32_t) experts.size() > (int32_t) slot_owner.size()) {
@@ -92,6 +93,9 @@ void streamer::route_layer(int32_t layer, const ggml_tensor * ids) {
     submit_reads(by_proj);
     if (cfg.prefetch > 0) {
         prefetch_after(layer);
+    }
+    if (cfg.route_ahead && n_tok == 1) {
+        route_ahead_after(layer, ids);
     }
     if (cfg.overlap) {
         return; // mul_mat_id waits per expert
@@ -205,9 +209,8 @@ bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_ta
 // until the bench shows it wins.) Needs room beyond this layer's experts, so not with cache 0.
 void streamer::prefetch_after(int32_t layer) {
     if (configured_slots < top_k + cfg.prefetch) return;
-    int32_t next = layer + 1;
-    while (next < layout.n_layer && layer_tensors[(size_t) next].empty()) next++;
-    if (next >= layout.n_layer) return;
+    const int32_t next = next_moe_layer(layer);
+    if (next < 0) return;
     std::vector<int32_t> cand;
     for (int32_t e = 0; e < layout.n_expert; e++) {
         const size_t u = (size_t) next * layout.n_expert + e;
@@ -228,6 +231,58 @@ void streamer::prefetch_after(int32_t layer) {
     }
     mgmt_ms += now_ms() - t0;
     submit_reads(by_proj);
+}
+
+int32_t streamer::next_moe_layer(int32_t layer) const {
+    for (int32_t next = layer + 1; next < layout.n_layer; next++) {
+        if (!layer_tensors[(size_t) next].empty()) return next;
+    }
+    return -1;
+}
+
+// Slots the pool never shrinks below: the budget, at least one token's experts of a layer, and
+// with route-ahead room for the next layer's predicted experts beside this layer's.
+int32_t streamer::min_slots() const {
+    return std::max(configured_slots, top_k) + (cfg.route_ahead ? top_k : 0);
+}
+
+// Route-ahead: layer `next`'s router applied to this layer's hidden state names the experts it
+// would pick; the ones not resident are read now, behind this layer's own reads, so they arrive
+// while this layer computes. Lossless: layer `next`'s real routing still decides what is computed
+// (a wrong guess costs a read). The router of `next` is known once its routing has been seen.
+void streamer::route_ahead_after(int32_t layer, const ggml_tensor * topk) {
+    layer_router r;
+    const ggml_tensor * hidden = nullptr;
+    if (!router_of(topk, &r, &hidden)) return;
+    routers[(size_t) layer] = r;
+    const int32_t next = next_moe_layer(layer);
+    if (next < 0 || !routers[(size_t) next].weight) return;
+    const double t0 = now_ms();
+    ahead_pred = router_predict(routers[(size_t) next], hidden, top_k, ahead_scratch);
+    ahead_layer = next;
+    ahead_read_ids.clear();
+    std::vector<std::vector<read_task>> by_proj(layer_tensors[(size_t) next].size());
+    for (int32_t e : ahead_pred) {
+        if (e < 0 || e >= layout.n_expert || unit_slot[(size_t) next * layout.n_expert + e] >= 0) continue;
+        if (!load_unit({ next, e }, by_proj, true)) return;
+        ahead_read_ids.push_back(e);
+        ahead_read++;
+    }
+    mgmt_ms += now_ms() - t0;
+    submit_reads(by_proj);
+}
+
+// How the pending prediction for `layer` compares with its real routing (`routed`: per expert).
+void streamer::score_ahead(int32_t layer, const std::vector<uint8_t> & routed) {
+    if (ahead_layer != layer) return;
+    for (uint8_t r : routed) ahead_routed += r;
+    for (int32_t e : ahead_pred) ahead_correct += routed[(size_t) e];
+    for (int32_t e : ahead_read_ids) {
+        if (!routed[(size_t) e]) ahead_wasted += layout.unit_bytes(layer);
+    }
+    ahead_layer = -1;
+    ahead_pred.clear();
+    ahead_read_ids.clear();
 }
 
 // Issues the reads in the order the kernel consumes them (projection by projection, ascending

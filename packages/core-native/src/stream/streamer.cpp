@@ -87,7 +87,8 @@ streamer::streamer(const stream_config & c, const expert_layout & L, const std::
     prefetched.assign(n_units, 0);
     unit_gen = std::vector<std::atomic<uint32_t>>(n_units);
     slices = std::vector<slice_state>(n_units * n_proj);
-    set_pool_slots(std::max(configured_slots, top_k));
+    routers.resize((size_t) layout.n_layer);
+    set_pool_slots(min_slots());
 
     std::vector<std::string> paths;
     for (const auto & sh : layout.shards) paths.push_back(sh.path);
@@ -239,6 +240,8 @@ void streamer::fail(const std::string & msg) {
 void streamer::begin_decode(std::atomic<bool> * abort) {
     abort_flag = abort;
     hits = misses = pf_issued = pf_useful = 0;
+    ahead_routed = ahead_correct = ahead_read = ahead_wasted = 0;
+    ahead_layer = -1;
     io_wait_ms = stall_ms = mgmt_ms = 0;
     bytes0 = lanes->bytes_read.load();
     busy0  = lanes->busy_ns.load();
@@ -266,7 +269,7 @@ void streamer::begin_decode(std::atomic<bool> * abort) {
 void streamer::end_decode(token_metrics & m) {
     // A prompt may have grown the pool to hold a whole layer's union: give that memory back.
     const double t0 = now_ms();
-    const int32_t target = std::max(configured_slots, top_k);
+    const int32_t target = min_slots();
     if ((int32_t) slot_owner.size() > target) {
         set_pool_slots(target);
     }
@@ -275,6 +278,10 @@ void streamer::end_decode(token_metrics & m) {
     total_misses += misses;
     m.prefetch_issued      = pf_issued;
     m.prefetch_useful      = pf_useful;
+    m.ahead_routed         = ahead_routed;
+    m.ahead_correct        = ahead_correct;
+    m.ahead_read           = ahead_read;
+    m.ahead_wasted_bytes   = ahead_wasted;
     m.read_bytes           = lanes->bytes_read.load() - bytes0;
     m.expert_hits          = hits;
     m.expert_misses        = misses;

@@ -17,6 +17,7 @@ struct stream_config {
     int32_t            io_threads     = 4;      // --io-threads (read lanes)
     bool               overlap        = false;  // --overlap
     int32_t            prefetch       = 0;      // --prefetch N (0 = off)
+    bool               route_ahead    = false;  // --route-ahead
     bool               odirect        = true;   // --no-odirect turns it off
     dense_weights_mode dense_weights  = dense_weights_mode::mmap;
     bool               force_cache    = false;  // --force-cache

@@ -6,6 +6,7 @@
 #include "bmoe/cache/cache_policy.h"
 #include "bmoe/io/read_lanes.h"
 #include "bmoe/stream/decode_observer.h"
+#include "bmoe/stream/route_ahead.h"
 #include "bmoe/vm/expert_memory.h"
 #include "bmoe/vm/slot_pool.h"
 #include "bmoe/layout/expert_layout.h"
@@ -77,6 +78,12 @@ struct streamer : decode_observer {
     // Evicts `v`; its pages are released now (`deferred` false) or by a lane after this layer's reads.
     void evict_unit(const expert_key & v, bool deferred);
     void prefetch_after(int32_t layer);
+    // Route-ahead (route_ahead.cpp): after layer `layer`'s reads, predict the next MoE layer's
+    // experts from this layer's hidden state and read them; score_ahead counts how it went.
+    void route_ahead_after(int32_t layer, const ggml_tensor * topk);
+    void score_ahead(int32_t layer, const std::vector<uint8_t> & routed);
+    int32_t next_moe_layer(int32_t layer) const;
+    int32_t min_slots() const;
     void submit_reads(const std::vector<std::vector<read_task>> & by_proj);
     void fail(const std::string & msg);
     void set_pool_slots(int32_t n);
@@ -119,9 +126,15 @@ struct streamer : decode_observer {
     std::vector<uint8_t>                            prefetched;      // [layer * n_expert + e] → read ahead, not used yet
     std::vector<std::atomic<uint32_t>>              unit_gen;        // bumped each time a unit is mapped: stale releases skip it
     std::vector<read_task>                          pending_unmaps;  // evictions, released by the lanes after the reads
+    std::vector<layer_router>                       routers;         // per layer, recorded when its routing is seen
+    std::vector<uint8_t>                            ahead_scratch;
+    int32_t                                         ahead_layer = -1; // the layer the pending prediction is for
+    std::vector<int32_t>                            ahead_pred;      // its predicted experts
+    std::vector<int32_t>                            ahead_read_ids;  // of those, the ones read ahead
 
     // Per-decode counters.
     uint64_t hits = 0, misses = 0, pf_issued = 0, pf_useful = 0;
+    uint64_t ahead_routed = 0, ahead_correct = 0, ahead_read = 0, ahead_wasted = 0;
     double   io_wait_ms = 0, stall_ms = 0, mgmt_ms = 0;
     uint64_t bytes0 = 0, busy0 = 0;
 };

@@ -30,6 +30,10 @@ namespace bmoe {
     X(uint64_t, cache_resident_bytes, cacheResidentBytes) \
     X(uint64_t, prefetch_issued,      prefetchIssued)     \
     X(uint64_t, prefetch_useful,      prefetchUseful)     \
+    X(uint64_t, ahead_routed,         aheadRouted)        \
+    X(uint64_t, ahead_correct,        aheadCorrect)       \
+    X(uint64_t, ahead_read,           aheadRead)          \
+    X(uint64_t, ahead_wasted_bytes,   aheadWastedBytes)   \
     X(uint64_t, major_faults,         majorFaults)        \
     X(uint64_t, minor_faults,         minorFaults)        \
     X(double,   cpu_ms,               cpuMs)              \
