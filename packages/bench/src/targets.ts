@@ -36,7 +36,10 @@ export interface TargetsOptions {
 }
 
 /** Row keys, in run order: `--rows` picks among them. */
-export const ROW_KEYS = ['resident', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'cached', 'cached-overlap', 'prefetch', 'all'] as const;
+export const ROW_KEYS = [
+  'resident', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead',
+  'cached', 'cached-overlap', 'cached-ahead', 'prefetch', 'all',
+] as const;
 export type RowKey = (typeof ROW_KEYS)[number];
 
 interface Row {
@@ -77,8 +80,11 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, k
     { key: 'peer', name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true, baseline: true },
     { key: 'stream0', name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0'] },
     { key: 'stream0-overlap', name: `stream cache 0, ${lanes} lanes + overlap (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap'] },
+    { key: 'stream0-ahead', name: `stream cache 0, ${lanes} lanes + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--route-ahead'] },
+    { key: 'stream0-overlap-ahead', name: `stream cache 0, ${lanes} lanes + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', '--route-ahead'] },
     { key: 'cached', name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
     { key: 'cached-overlap', name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap'] },
+    { key: 'cached-ahead', name: `stream cache ${cacheMb} MiB + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--route-ahead'] },
     { key: 'prefetch', name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4'] },
     { key: 'all', name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb)], csv: true },
   ];
@@ -190,6 +196,38 @@ export function fullHitRatio(resident: TokenMetrics[] | undefined, streamed: Tok
   return { ratio: r / s, tokens: pairs.length };
 }
 
+type Target = [string, number | undefined, string, boolean | undefined];
+
+/**
+ * Rows measured against the same row without their extra: `+ overlap` against the serial run
+ * (within 1.10 of max(compute, I/O) of the serial run, and never slower than it), `+ route-ahead`
+ * against the run without it (speed, and the prediction's accuracy and waste).
+ */
+export function pairedTargets(rows: readonly RowResult[]): Target[] {
+  const t: Target[] = [];
+  const base = (name: string, extra: string): RunSummary | undefined => rows.find((x) => x.name === name.replace(extra, ''))?.summary;
+  for (const row of rows.filter((x) => x.summary)) {
+    const s = row.summary as RunSummary;
+    if (row.name.includes(' + overlap') && !row.name.includes(' + route-ahead')) {
+      const serial = base(row.name, ' + overlap');
+      if (!serial) continue;
+      const bound = Math.max(serial.computeSecondsPerToken, serial.ioSecondsPerToken);
+      const r = s.secondsPerToken / bound;
+      t.push([`overlap s/token vs max(compute, I/O) of the serial run: ${row.name}`, r, '≤ 1.10', r <= 1.1]);
+      const v = s.secondsPerToken / serial.secondsPerToken;
+      t.push([`overlap s/token vs serial s/token: ${row.name}`, v, '≤ 1.0', v <= 1]);
+    }
+    if (row.name.includes(' + route-ahead')) {
+      const without = base(row.name, ' + route-ahead');
+      if (without) t.push([`route-ahead s/token vs without: ${row.name}`, s.secondsPerToken / without.secondsPerToken, 'reported', undefined]);
+      const acc = s.aheadAccuracyPercent;
+      t.push([`route-ahead accuracy (predicted / routed experts): ${row.name}`, acc === null ? undefined : acc / 100, 'reported', undefined]);
+      t.push([`route-ahead wasted MiB/token: ${row.name}`, s.aheadWastedMiBPerToken, 'reported', undefined]);
+    }
+  }
+  return t;
+}
+
 /**
  * How close a streamed decode comes to its I/O roofline: the time the bytes it read per token
  * would take at the disk's measured ceiling, over the time a token actually took (1 = the disk
@@ -229,10 +267,9 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   const mmap = by('mmap baseline');
   const c0 = by('stream cache 0');
   const cached = rows.find((x) => /^stream cache \d+ MiB \(limited\)/.test(x.name))?.summary;
-  const overlap = rows.find((x) => x.name.includes('+ overlap'))?.summary;
   const all = rows.find((x) => x.name.includes('= all experts'))?.summary;
   const ratio = (a?: number, b?: number): number | undefined => (a !== undefined && b !== undefined && b > 0 ? a / b : undefined);
-  const t: Array<[string, number | undefined, string, boolean | undefined]> = [];
+  const t: Target[] = [];
   const r1 = ratio(c0?.tokensPerSecond, mmap?.tokensPerSecond);
   t.push(['stream cache 0 vs mmap baseline (same limit)', r1, '≥ 11×', r1 === undefined ? undefined : r1 >= 11]);
   const r2 = ratio(c0?.readMiBPerSecond, rows.find((x) => x.name.startsWith('stream cache 0'))?.ceilingMiBps);
@@ -241,9 +278,7 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   t.push([`stream cache ${o.cacheMb} MiB vs cache 0`, r3, '≥ 1.0', r3 === undefined ? undefined : r3 >= 1]);
   const r4 = ratio(cached?.mgmtSecondsPerToken, cached?.ioSecondsPerToken);
   t.push([`cache management / flash I/O (cache ${o.cacheMb} MiB)`, r4, '≤ 0.15', r4 === undefined ? undefined : r4 <= 0.15]);
-  const bound = cached ? Math.max(cached.computeSecondsPerToken, cached.ioSecondsPerToken) : undefined;
-  const r5 = ratio(overlap?.secondsPerToken, bound);
-  t.push(['overlap s/token vs max(compute, I/O) of the serial run', r5, '≤ 1.15', r5 === undefined ? undefined : r5 <= 1.15]);
+  t.push(...pairedTargets(rows));
   for (const row of rows.filter((x) => x.name.startsWith('stream') && x.summary)) {
     const rr = rooflineRatio(row.summary, row.ceilingMiBps ?? NaN);
     const zero = row.name.startsWith('stream cache 0');
