@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { inspectModel, summarize, type RunSummary } from '@bmoe/engine';
 import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROW_KEYS, ceilingTargets, rooflineRatio, targetRows } from '../src/targets.js';
+import { ROW_KEYS, ceilingTargets, pairedTargets, rooflineRatio, targetRows, type RowResult } from '../src/targets.js';
 
 const BENCH = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
@@ -42,6 +42,25 @@ describe('rooflineRatio', () => {
     expect(rooflineRatio(summary(100, 0.125), 1000)).toBeCloseTo(0.8, 12);
     expect(rooflineRatio(summary(100, 0), 1000)).toBeUndefined();
     expect(rooflineRatio(undefined, 1000)).toBeUndefined();
+  });
+});
+
+describe('pairedTargets', () => {
+  const row = (name: string, over: Partial<RunSummary>): RowResult => ({ name, limited: true, ok: true, summary: { ...summarize([]), ...over } });
+  it('measures overlap against its serial row and route-ahead against the row without it', () => {
+    const rows = [
+      row('stream cache 0, 4 lanes (limited)', { secondsPerToken: 1.0, computeSecondsPerToken: 0.3, ioSecondsPerToken: 0.7 }),
+      row('stream cache 0, 4 lanes + overlap (limited)', { secondsPerToken: 0.84 }),
+      row('stream cache 0, 4 lanes + route-ahead (limited)', { secondsPerToken: 0.8, aheadAccuracyPercent: 75, aheadWastedMiBPerToken: 12 }),
+    ];
+    const t = new Map(pairedTargets(rows).map(([name, v, goal, pass]) => [name, { v, goal, pass }]));
+    const bound = t.get('overlap s/token vs max(compute, I/O) of the serial run: stream cache 0, 4 lanes + overlap (limited)');
+    expect(bound?.v).toBeCloseTo(0.84 / 0.7, 12);
+    expect(bound?.pass).toBe(false); // 1.2 > 1.10
+    expect(t.get('overlap s/token vs serial s/token: stream cache 0, 4 lanes + overlap (limited)')).toEqual({ v: 0.84, goal: '≤ 1.0', pass: true });
+    expect(t.get('route-ahead s/token vs without: stream cache 0, 4 lanes + route-ahead (limited)')?.v).toBeCloseTo(0.8, 12);
+    expect(t.get('route-ahead accuracy (predicted / routed experts): stream cache 0, 4 lanes + route-ahead (limited)')?.v).toBeCloseTo(0.75, 12);
+    expect(t.get('route-ahead wasted MiB/token: stream cache 0, 4 lanes + route-ahead (limited)')?.v).toBe(12);
   });
 });
 
