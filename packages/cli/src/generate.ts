@@ -1,7 +1,7 @@
 // The generation loop shared by `bmoe run` and `bmoe demo`: load, stream text (or JSON events)
 // to stdout, optional per-token CSV, end-of-run lines on stderr, Ctrl-C as a clean abort.
 import { loadModel, type GenerateOptions, type LoadOptions, type Model, type TokenEvent } from '@bmoe/engine';
-import { formatEndOfRunLines, type RunSummary } from '@bmoe/engine/metrics';
+import { endOfRunLineOptions, formatEndOfRunLines, type RunSummary } from '@bmoe/engine/metrics';
 import { EXIT_INTERRUPTED } from './context.js';
 import { CsvFile } from './csv-file.js';
 
@@ -59,7 +59,7 @@ export async function runGeneration(spec: GenerationSpec): Promise<number> {
       csv = null;
     }
     const stream = model.info.options.stream;
-    for (const line of formatEndOfRunLines(res.summary, { stream: stream !== null, prefetch: (stream?.prefetch ?? 0) > 0 })) {
+    for (const line of formatEndOfRunLines(res.summary, endOfRunLineOptions(stream))) {
       process.stderr.write(`${line}\n`);
     }
     if (spec.outro) process.stderr.write(`${spec.outro(res.summary)}\n`);

@@ -106,7 +106,7 @@ describe('ReplyPrinter', () => {
 function record(i: number, over: Partial<TokenMetrics> = {}): TokenMetrics {
   return {
     tokenIndex: i, tokenId: i, wallMs: 10, computeMs: 8, ioMs: 2, stallMs: 0, mgmtMs: 0, readBytes: 2 * 1024 * 1024,
-    expertHits: 3, expertMisses: 1, cacheResidentBytes: 0, prefetchIssued: 0, prefetchUseful: 0, majorFaults: 0,
+    expertHits: 3, expertMisses: 1, cacheResidentBytes: 0, prefetchIssued: 0, prefetchUseful: 0, aheadRouted: 0, aheadCorrect: 0, aheadRead: 0, aheadWastedBytes: 0, majorFaults: 0,
     minorFaults: 0, cpuMs: 8, rssBytes: 0, memAvailableBytes: null, ...over,
   } as TokenMetrics;
 }

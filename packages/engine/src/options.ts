@@ -27,6 +27,12 @@ export interface StreamOptions {
   overlap?: boolean;
   /** Speculative read-ahead depth (predicted experts of the next layers); 0 = off. Default 0. */
   prefetch?: number;
+  /**
+   * Read the experts the next MoE layer's router predicts from this layer's hidden state while
+   * this layer computes. Lossless: the real routing still decides what is computed; costs top-k
+   * extra cache slots. Default false.
+   */
+  routeAhead?: boolean;
   /** Read with O_DIRECT (falls back to buffered, with one warning, where refused). Default true. */
   odirect?: boolean;
   /** How the non-expert weights are held: the file mapping, or copied into anonymous memory. Default 'mmap'. */
@@ -43,6 +49,7 @@ export interface ResolvedStreamOptions {
   ioThreads: number;
   overlap: boolean;
   prefetch: number;
+  routeAhead: boolean;
   odirect: boolean;
   denseWeights: 'mmap' | 'anon';
   forceCache: boolean;

@@ -60,7 +60,7 @@ export class FakeContext implements NativeContext {
         eog: false,
         metrics: {
           tokenIndex: i, tokenId: token, wallMs: 10, computeMs: 8, ioMs: 2, stallMs: 0, mgmtMs: 0, readBytes: 100, expertHits: 1, expertMisses: 1,
-          cacheResidentBytes: 0, prefetchIssued: 0, prefetchUseful: 0, majorFaults: 0, minorFaults: 0, cpuMs: 10, rssBytes: 1000,
+          cacheResidentBytes: 0, prefetchIssued: 0, prefetchUseful: 0, aheadRouted: 0, aheadCorrect: 0, aheadRead: 0, aheadWastedBytes: 0, majorFaults: 0, minorFaults: 0, cpuMs: 10, rssBytes: 1000,
         },
       });
     }

@@ -1,15 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import {
   MiB,
+  endOfRunLineOptions,
   endOfRunValues,
   formatEndOfRunLines,
   formatGenerationLine,
+  formatMoeAheadLine,
   formatMoeCacheLine,
   formatMoePrefetchLine,
   formatMoeStreamLine,
   formatNumber,
   parseEndOfRunLines,
   parseGenerationLine,
+  parseMoeAheadLine,
   parseMoeCacheLine,
   parseMoePrefetchLine,
   parseMoeStreamLine,
@@ -20,7 +23,8 @@ import { rec } from './helpers.js';
 // A Qwen-like token: 585 ms = 123 compute + 462 I/O, 1051 MiB read.
 const summary = summarize(
   Array.from({ length: 5 }, (_, i) =>
-    rec(i, { wallMs: 585, computeMs: 123, ioMs: 462, stallMs: 0, readBytes: 1051 * MiB, expertHits: 3, expertMisses: 1, cacheResidentBytes: 2000 * MiB, prefetchIssued: 4, prefetchUseful: 1 }),
+    rec(i, { wallMs: 585, computeMs: 123, ioMs: 462, stallMs: 0, readBytes: 1051 * MiB, expertHits: 3, expertMisses: 1, cacheResidentBytes: 2000 * MiB, prefetchIssued: 4, prefetchUseful: 1,
+      aheadRouted: 16, aheadCorrect: 11, aheadRead: 3, aheadWastedBytes: 0.75 * MiB }),
   ),
   { promptTokens: 17, promptMs: 1234, cacheBudgetMiB: 4000 },
 );
@@ -41,10 +45,15 @@ describe('end-of-run lines', () => {
     expect(formatMoePrefetchLine(summary)).toBe('moe-prefetch: issued 16, useful 4 (25.0 %)');
   });
 
+  it('prints moe-ahead: with the prediction accuracy and the bytes read ahead for nothing', () => {
+    expect(formatMoeAheadLine(summary)).toBe('moe-ahead: predicted 44 of 64 routed (68.8 %), read 12 ahead, wasted 3.00 MiB (0.750 MiB/token)');
+  });
+
   it('prints n/a for unknown values', () => {
     const empty = summarize([]);
     expect(formatMoeCacheLine(empty)).toBe('moe-cache: hit n/a % (0 hits, 0 misses), resident 0.00 MiB of n/a MiB budget');
     expect(formatMoePrefetchLine(empty)).toBe('moe-prefetch: issued 0, useful 0 (n/a %)');
+    expect(formatMoeAheadLine(empty)).toBe('moe-ahead: predicted 0 of 0 routed (n/a %), read 0 ahead, wasted 0.00 MiB (0.00 MiB/token)');
   });
 
   it('keeps three significant digits for a tiny model', () => {
@@ -58,6 +67,13 @@ describe('end-of-run lines', () => {
     expect(formatEndOfRunLines(summary).map((l) => l.split(':')[0])).toEqual(['generation']);
     expect(formatEndOfRunLines(summary, { stream: true }).map((l) => l.split(':')[0])).toEqual(['generation', 'moe-stream', 'moe-cache']);
     expect(formatEndOfRunLines(summary, { stream: true, prefetch: true })).toHaveLength(4);
+    expect(formatEndOfRunLines(summary, { stream: true, ahead: true }).map((l) => l.split(':')[0])).toEqual(['generation', 'moe-stream', 'moe-cache', 'moe-ahead']);
+  });
+
+  it('chooses the lines from the stream options a model was loaded with', () => {
+    expect(endOfRunLineOptions(null)).toEqual({ stream: false, prefetch: false, ahead: false });
+    expect(endOfRunLineOptions({ prefetch: 0, routeAhead: false })).toEqual({ stream: true, prefetch: false, ahead: false });
+    expect(endOfRunLineOptions({ prefetch: 2, routeAhead: true })).toEqual({ stream: true, prefetch: true, ahead: true });
   });
 });
 
@@ -77,6 +93,11 @@ describe('end-of-run line parsers', () => {
     const p = parseMoePrefetchLine(formatMoePrefetchLine(summary));
     expect(p).toEqual({ prefetchIssued: 16, prefetchUseful: 4, prefetchUsefulPercent: 25 });
     expect(formatMoePrefetchLine(p!)).toBe(formatMoePrefetchLine(summary));
+
+    const a = parseMoeAheadLine(formatMoeAheadLine(summary));
+    expect(a).toEqual({ aheadCorrect: 44, aheadRouted: 64, aheadAccuracyPercent: 68.8, aheadRead: 12, aheadWastedMiB: 3, aheadWastedMiBPerToken: 0.75 });
+    expect(formatMoeAheadLine(a!)).toBe(formatMoeAheadLine(summary));
+    expect(parseMoeAheadLine(formatMoeAheadLine(summarize([])))).toMatchObject({ aheadAccuracyPercent: null, aheadRouted: 0 });
   });
 
   it('parses n/a as null', () => {
@@ -88,7 +109,7 @@ describe('end-of-run line parsers', () => {
       'load: something',
       formatGenerationLine({ ...summary, tokens: 1 }),
       '[bench] 2026-07-12 ' + formatGenerationLine(summary),
-      ...formatEndOfRunLines(summary, { stream: true, prefetch: true }).slice(1),
+      ...formatEndOfRunLines(summary, { stream: true, prefetch: true, ahead: true }).slice(1),
       'bye',
     ].join('\n');
     const all = parseEndOfRunLines(log);
@@ -96,21 +117,24 @@ describe('end-of-run line parsers', () => {
     expect(all.moeStream?.readMiBPerSecond).toBeCloseTo(2274.89, 2);
     expect(all.moeCache?.hitPercent).toBe(75);
     expect(all.moePrefetch?.prefetchUseful).toBe(4);
+    expect(all.moeAhead?.aheadCorrect).toBe(44);
     expect(parseEndOfRunLines('nothing here')).toEqual({});
   });
 
   it('gives the same numbers straight from the summary, for the same lines, without parsing', () => {
-    const v = endOfRunValues(summary, { stream: true, prefetch: true });
-    const parsed = parseEndOfRunLines(formatEndOfRunLines(summary, { stream: true, prefetch: true }).join('\n'));
+    const v = endOfRunValues(summary, { stream: true, prefetch: true, ahead: true });
+    const parsed = parseEndOfRunLines(formatEndOfRunLines(summary, { stream: true, prefetch: true, ahead: true }).join('\n'));
     expect(Object.keys(v).sort()).toEqual(Object.keys(parsed).sort());
     expect(v.generation).toEqual({ tokens: 5, secondsPerToken: 0.585, tokensPerSecond: summary.tokensPerSecond, promptTokens: 17, promptMs: 1234 });
     expect(v.moeCache).toEqual(parsed.moeCache);
     expect(v.moePrefetch).toEqual(parsed.moePrefetch);
+    expect(v.moeAhead).toEqual({ ...parsed.moeAhead, aheadAccuracyPercent: 68.75 });
     expect(Object.keys(endOfRunValues(summary))).toEqual(['generation']);
   });
 
   it('rejects lines that are not ours', () => {
     expect(parseGenerationLine('generation: lots of tokens')).toBeNull();
     expect(parseMoeStreamLine('moe-stream: read 12 MiB')).toBeNull();
+    expect(parseMoeAheadLine('moe-ahead: predicted some of them')).toBeNull();
   });
 });

@@ -69,6 +69,7 @@ describe('summarize', () => {
     expect(e).toMatchObject({ tokens: 0, decodeSeconds: 0, tokensPerSecond: 0, secondsPerToken: 0, medianTokensPerSecond: 0 });
     expect(e.hitPercent).toBeNull();
     expect(e.prefetchUsefulPercent).toBeNull();
+    expect(e).toMatchObject({ aheadRouted: 0, aheadCorrect: 0, aheadAccuracyPercent: null, aheadRead: 0, aheadWastedBytes: 0, aheadWastedMiBPerToken: 0 });
     expect(e.memAvailableFloorBytes).toBeNull();
     expect(e.cacheBudgetMiB).toBeNull();
     expect(runSummarySchema.safeParse(e).success).toBe(true);
@@ -77,6 +78,20 @@ describe('summarize', () => {
   it('computes the prefetch hit share', () => {
     const p = summarize([rec(0, { wallMs: 1 }), rec(1, { wallMs: 1, prefetchIssued: 8, prefetchUseful: 2 })]);
     expect(p.prefetchUsefulPercent).toBe(25);
+  });
+
+  it('sums the route-ahead counters over the decodes: accuracy = correct / routed, wasted MiB per decode', () => {
+    // The first record is the prompt's (left out, as for every decode statistic).
+    const a = summarize([
+      rec(0, { wallMs: 5, aheadRouted: 100, aheadCorrect: 100, aheadRead: 50, aheadWastedBytes: 9 * MiB }),
+      rec(1, { wallMs: 1, aheadRouted: 16, aheadCorrect: 12, aheadRead: 6, aheadWastedBytes: 2 * MiB }),
+      rec(2, { wallMs: 1, aheadRouted: 16, aheadCorrect: 9, aheadRead: 8, aheadWastedBytes: MiB }),
+    ]);
+    expect(a).toMatchObject({ aheadRouted: 32, aheadCorrect: 21, aheadRead: 14, aheadWastedBytes: 3 * MiB, aheadWastedMiB: 3, aheadWastedMiBPerToken: 1.5 });
+    expect(a.aheadAccuracyPercent).toBeCloseTo(65.625, 12);
+    expect(runSummarySchema.safeParse(a).success).toBe(true);
+    // No layer had a prediction (route-ahead off): the accuracy is unknown, not 0 %.
+    expect(summarize([rec(0), rec(1)]).aheadAccuracyPercent).toBeNull();
   });
 });
 

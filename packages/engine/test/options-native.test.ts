@@ -1,6 +1,6 @@
 // JS and C++ agree on every integer option: the table's native bounds and defaults (nativeBounds())
 // are what the addon's readers (`integer(obj, "key", default, lo, hi)`) and stream_config_validate
-// accept. Read from the C++ sources, so it needs no build; when C++ validates from one place, point
+// accept; every boolean option is read (`boolean(obj, "key", default)`) with the table's default. Read from the C++ sources, so it needs no build; when C++ validates from one place, point
 // this at it.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -76,6 +76,23 @@ describe('native bounds', () => {
       if (!row) continue; // not an option (logitBias entries)
       const spec = row.value as { min?: number; max?: number };
       expect({ def: read.def, lo: read.lo, hi: read.hi }, `${key} in ${read.file}`).toEqual({ def: row.default, lo: spec.min, hi: spec.max });
+    }
+  });
+
+  it('C++ reads each boolean row under its native key with the same default', () => {
+    const reads = new Map<string, Array<{ file: string; def: string }>>();
+    for (const file of [...cppFiles(SRC), ...cppFiles(join(NATIVE, 'include'))]) {
+      for (const m of readFileSync(file, 'utf8').matchAll(/\.boolean\(\s*\w+\s*,\s*"(\w+)"\s*,\s*(true|false)\s*\)/g)) {
+        reads.set(m[1]!, [...(reads.get(m[1]!) ?? []), { file: file.slice(NATIVE.length + 1), def: m[2]! }]);
+      }
+    }
+    // The stream object's presence is `moeStream` (no boolean of its own).
+    const rows = (OPTION_TABLE as readonly OptionRow[]).filter((r) => r.value.type === 'bool' && r.native && r.native.key !== 'stream');
+    expect(rows.map((r) => r.key)).toContain('stream.routeAhead');
+    for (const row of rows) {
+      const found = reads.get(leafKey(row.native!.key));
+      expect(found, `no boolean(…, "${leafKey(row.native!.key)}", …) reader in core-native/src or include`).toBeDefined();
+      for (const r of found!) expect(r.def === 'true', `${row.key} in ${r.file}`).toBe(row.default);
     }
   });
 

@@ -138,10 +138,11 @@ describe('native parameter objects', () => {
       repack: false,
       useMmap: true,
       kvOverrides: [{ key: 'qwen3moe.expert_used_count', type: 'int', value: 2 }],
-      stream: { cacheMb: 'auto', ioThreads: 3, overlap: true, prefetch: 0, odirect: true, denseWeights: 'mmap', forceCache: false },
+      stream: { cacheMb: 'auto', ioThreads: 3, overlap: true, prefetch: 0, routeAhead: false, odirect: true, denseWeights: 'mmap', forceCache: false },
     });
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({}), 'qwen3moe')).toEqual({ path: '/m.gguf', repack: false, useMmap: true, kvOverrides: [] });
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: 9 } }), 'x').stream).toMatchObject({ cacheCeilMb: 9 });
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, routeAhead: true } }), 'x').stream).toMatchObject({ routeAhead: true });
     expect(nativeContextParams(load)).toEqual({ threads: 2, nCtx: 1024, nBatch: 512, nUbatch: 512 });
     const gen = resolveGenerateOptions({ maxTokens: 5, topK: 3, logits: true, think: false });
     expect(nativeGenerateParams(gen)).toEqual({
@@ -159,6 +160,7 @@ describe('options as flags', () => {
     expect(loadOptionFlags({ threads: 4, contextSize: 4096, stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: 10, ioThreads: 4, overlap: true } })).toEqual(
       ['-t', '4', '-c', '4096', '--moe-stream', '--cache-mb', 'auto', '--cache-ceil-mb', '10', '--io-threads', '4', '--overlap'],
     );
+    expect(loadOptionFlags({ stream: { moeStream: true, prefetch: 2, routeAhead: true } })).toEqual(['--moe-stream', '--prefetch', '2', '--route-ahead']);
     expect(loadOptionFlags({ repack: false, useMmap: false, stream: { moeStream: true, odirect: false, overlap: false } })).toEqual(['--moe-stream', '--no-odirect']);
     expect(loadOptionFlags({ stream: { cacheMb: 5 } })).toEqual([]);
   });

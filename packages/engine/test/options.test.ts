@@ -37,6 +37,7 @@ describe('load options', () => {
       ioThreads: 4,
       overlap: false,
       prefetch: 0,
+      routeAhead: false,
       odirect: true,
       denseWeights: 'mmap',
       forceCache: false,

@@ -1,7 +1,7 @@
 // The answer's shapes: OpenAI's chat.completion / text_completion bodies and chunks, `usage`, and
 // the `bmoe` object built from the generation's structured run summary.
 import { randomBytes } from 'node:crypto';
-import { endOfRunValues, formatEndOfRunLines, type AssistantMessage, type GenerationResult, type MessageDelta, type ResolvedStreamOptions } from '@bmoe/engine';
+import { endOfRunLineOptions, endOfRunValues, formatEndOfRunLines, type AssistantMessage, type GenerationResult, type MessageDelta, type ResolvedStreamOptions } from '@bmoe/engine';
 import type { Endpoint } from './metrics.js';
 import type {
   BmoeResult,
@@ -34,7 +34,7 @@ export function bmoeResult(
   stopReason: BmoeResult['stopReason'],
   timings: RequestTimings,
 ): BmoeResult {
-  const which = { stream: stream !== null, prefetch: (stream?.prefetch ?? 0) > 0 };
+  const which = endOfRunLineOptions(stream);
   const values = endOfRunValues(result.summary, which);
   return {
     summary: result.summary,
@@ -42,6 +42,7 @@ export function bmoeResult(
     ...(values.moeStream ? { stream: values.moeStream } : {}),
     ...(values.moeCache ? { cache: values.moeCache } : {}),
     ...(values.moePrefetch ? { prefetch: values.moePrefetch } : {}),
+    ...(values.moeAhead ? { ahead: values.moeAhead } : {}),
     lines: formatEndOfRunLines(result.summary, which),
     stopReason,
     promptTokensReused: result.promptTokensReused,

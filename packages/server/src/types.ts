@@ -3,6 +3,7 @@
 import type {
   DeviceSensors,
   GenerationLine,
+  MoeAheadLine,
   MoeCacheLine,
   MoePrefetchLine,
   MoeStreamLine,
@@ -80,6 +81,8 @@ export interface BmoeResult {
   cache?: MoeCacheLine;
   /** `moe-prefetch:` line numbers (with prefetch only). */
   prefetch?: MoePrefetchLine;
+  /** `moe-ahead:` line numbers (with route-ahead only). */
+  ahead?: MoeAheadLine;
   /** The end-of-run lines as `bmoe run` prints them on stderr. */
   lines: string[];
   /** Why generation stopped ('stop' = a stop sequence matched). */

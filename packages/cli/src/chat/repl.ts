@@ -4,7 +4,7 @@
 import { basename } from 'node:path';
 import pc from 'picocolors';
 import { BmoeError, loadModel, type GenerateOptions, type GenerationResult, type LoadOptions, type Model, type Session } from '@bmoe/engine';
-import { formatEndOfRunLines } from '@bmoe/engine/metrics';
+import { endOfRunLineOptions, formatEndOfRunLines } from '@bmoe/engine/metrics';
 import { EXIT_INTERRUPTED } from '../context.js';
 import { formatBytes } from '../format.js';
 import { reportError } from '../index.js';
@@ -175,7 +175,7 @@ class Chat {
     if (!last) return ['no reply yet'];
     const stream = this.model.info.options.stream;
     return [
-      ...formatEndOfRunLines(last.summary, { stream: stream !== null, prefetch: (stream?.prefetch ?? 0) > 0 }),
+      ...formatEndOfRunLines(last.summary, endOfRunLineOptions(stream)),
       `context: ${last.promptTokens} prompt tokens, ${last.promptTokensReused} reused from the KV cache; ` +
         `${last.promptTokens + last.generatedTokens} of ${this.model.info.options.contextSize} in use; stop: ${last.stopReason}`,
     ];

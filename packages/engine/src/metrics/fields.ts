@@ -50,8 +50,9 @@ function col<const C extends string, const N extends boolean = false>(
   };
 }
 
-// Hits, misses and prefetches count experts: one per MoE layer and routed expert of a decode (the
-// union over a prompt batch's tokens), its gate/up/down slices together (src/stream/streamer.cpp).
+// Hits, misses, prefetches and route-ahead counts count experts: one per MoE layer and routed
+// expert of a decode (the union over a prompt batch's tokens), its gate/up/down slices together
+// (src/stream/streamer.cpp).
 const SPEC = [
   col('token_index', 'id', '0-based index of the generated token in its generation'),
   col('token_id', 'id', 'vocabulary id of the token'),
@@ -66,6 +67,10 @@ const SPEC = [
   col('cache_resident_bytes', 'gauge', 'expert cache bytes resident after the token'),
   col('prefetch_issued', 'counter', 'speculative expert reads started'),
   col('prefetch_useful', 'counter', 'speculatively read experts that a later routing used'),
+  col('ahead_routed', 'counter', "routed experts of the MoE layers that had a route-ahead prediction (the accuracy's denominator)"),
+  col('ahead_correct', 'counter', 'of those, the experts the route-ahead prediction named (accuracy = ahead_correct / ahead_routed)'),
+  col('ahead_read', 'counter', 'experts read ahead because of a route-ahead prediction (predicted and not already resident)'),
+  col('ahead_wasted_bytes', 'counter', "bytes read ahead for experts the next layer's real routing did not use"),
   col('major_faults', 'counter', 'major page faults (getrusage delta)'),
   col('minor_faults', 'counter', 'minor page faults (getrusage delta)'),
   col('cpu_ms', 'time', 'process CPU time, all threads'),

@@ -5,6 +5,7 @@
 //   moe-stream: read M MiB, R MiB/token, decode D s/token = compute C + flash I/O I (stall S), B MiB/s
 //   moe-cache: hit H % (h hits, m misses), resident X MiB of Y MiB budget
 //   moe-prefetch: issued N, useful U (P %)
+//   moe-ahead: predicted C of R routed (A %), read N ahead, wasted W MiB (X MiB/token)
 //
 // Unknown values (a hit rate with nothing routed, a budget not reported) print as `n/a`.
 import type { RunSummary } from './summary.js';
@@ -51,18 +52,36 @@ export function formatMoePrefetchLine(s: MoePrefetchLine): string {
   return `moe-prefetch: issued ${s.prefetchIssued}, useful ${s.prefetchUseful} (${pct(s.prefetchUsefulPercent)} %)`;
 }
 
+export function formatMoeAheadLine(s: MoeAheadLine): string {
+  return (
+    `moe-ahead: predicted ${s.aheadCorrect} of ${s.aheadRouted} routed (${pct(s.aheadAccuracyPercent)} %), ` +
+    `read ${s.aheadRead} ahead, wasted ${mib(s.aheadWastedMiB)} MiB (${mib(s.aheadWastedMiBPerToken)} MiB/token)`
+  );
+}
+
 /** Which lines a run prints: `generation:` always, the others when the feature was on. */
 export interface EndOfRunLineOptions {
   /** Print `moe-stream:` and `moe-cache:`. Default false. */
   stream?: boolean;
   /** Print `moe-prefetch:`. Default false. */
   prefetch?: boolean;
+  /** Print `moe-ahead:`. Default false. */
+  ahead?: boolean;
+}
+
+/**
+ * The lines of a run loaded with these stream options (null = resident): the stream lines when
+ * streaming, `moe-prefetch:` with prefetch > 0, `moe-ahead:` with routeAhead.
+ */
+export function endOfRunLineOptions(stream: { readonly prefetch: number; readonly routeAhead: boolean } | null): EndOfRunLineOptions {
+  return { stream: stream !== null, prefetch: (stream?.prefetch ?? 0) > 0, ahead: stream?.routeAhead === true };
 }
 
 export function formatEndOfRunLines(s: RunSummary, opts: EndOfRunLineOptions = {}): string[] {
   const lines = [formatGenerationLine(s)];
   if (opts.stream) lines.push(formatMoeStreamLine(s), formatMoeCacheLine(s));
   if (opts.prefetch) lines.push(formatMoePrefetchLine(s));
+  if (opts.ahead) lines.push(formatMoeAheadLine(s));
   return lines;
 }
 
@@ -75,6 +94,7 @@ export function endOfRunValues(s: RunSummary, opts: EndOfRunLineOptions = {}): E
     generation: pick(s, GENERATION_KEYS),
     ...(opts.stream ? { moeStream: pick(s, STREAM_KEYS), moeCache: pick(s, CACHE_KEYS) } : {}),
     ...(opts.prefetch ? { moePrefetch: pick(s, PREFETCH_KEYS) } : {}),
+    ...(opts.ahead ? { moeAhead: pick(s, AHEAD_KEYS) } : {}),
   };
 }
 
@@ -93,6 +113,9 @@ const CACHE_RE = new RegExp(
   String.raw`moe-cache: hit ${NUM} % \(${INT} hits, ${INT} misses\), resident ${NUM} MiB of ${NUM} MiB budget`,
 );
 const PREFETCH_RE = new RegExp(String.raw`moe-prefetch: issued ${INT}, useful ${INT} \(${NUM} %\)`);
+const AHEAD_RE = new RegExp(
+  String.raw`moe-ahead: predicted ${INT} of ${INT} routed \(${NUM} %\), read ${INT} ahead, wasted ${NUM} MiB \(${NUM} MiB/token\)`,
+);
 
 // Each line's numbers are RunSummary fields under their RunSummary names (one name per thing).
 const GENERATION_KEYS = ['tokens', 'secondsPerToken', 'tokensPerSecond', 'promptTokens', 'promptMs'] as const;
@@ -107,11 +130,13 @@ const STREAM_KEYS = [
 ] as const;
 const CACHE_KEYS = ['hitPercent', 'expertHits', 'expertMisses', 'residentMiB', 'cacheBudgetMiB'] as const;
 const PREFETCH_KEYS = ['prefetchIssued', 'prefetchUseful', 'prefetchUsefulPercent'] as const;
+const AHEAD_KEYS = ['aheadCorrect', 'aheadRouted', 'aheadAccuracyPercent', 'aheadRead', 'aheadWastedMiB', 'aheadWastedMiBPerToken'] as const;
 
 export type GenerationLine = Pick<RunSummary, (typeof GENERATION_KEYS)[number]>;
 export type MoeStreamLine = Pick<RunSummary, (typeof STREAM_KEYS)[number]>;
 export type MoeCacheLine = Pick<RunSummary, (typeof CACHE_KEYS)[number]>;
 export type MoePrefetchLine = Pick<RunSummary, (typeof PREFETCH_KEYS)[number]>;
+export type MoeAheadLine = Pick<RunSummary, (typeof AHEAD_KEYS)[number]>;
 
 function pick<K extends keyof RunSummary>(s: RunSummary, keys: readonly K[]): Pick<RunSummary, K> {
   const out: Partial<Pick<RunSummary, K>> = {};
@@ -162,11 +187,25 @@ export function parseMoePrefetchLine(line: string): MoePrefetchLine | null {
   return { prefetchIssued: req(m[1]), prefetchUseful: req(m[2]), prefetchUsefulPercent: val(m[3]) };
 }
 
+export function parseMoeAheadLine(line: string): MoeAheadLine | null {
+  const m = AHEAD_RE.exec(line);
+  if (!m) return null;
+  return {
+    aheadCorrect: req(m[1]),
+    aheadRouted: req(m[2]),
+    aheadAccuracyPercent: val(m[3]),
+    aheadRead: req(m[4]),
+    aheadWastedMiB: req(m[5]),
+    aheadWastedMiBPerToken: req(m[6]),
+  };
+}
+
 export interface EndOfRunLines {
   generation?: GenerationLine;
   moeStream?: MoeStreamLine;
   moeCache?: MoeCacheLine;
   moePrefetch?: MoePrefetchLine;
+  moeAhead?: MoeAheadLine;
 }
 
 /** Scans a whole log (stderr of one run); the last occurrence of each line wins. */
@@ -181,6 +220,8 @@ export function parseEndOfRunLines(log: string): EndOfRunLines {
     if (moeCache) out.moeCache = moeCache;
     const moePrefetch = parseMoePrefetchLine(line);
     if (moePrefetch) out.moePrefetch = moePrefetch;
+    const moeAhead = parseMoeAheadLine(line);
+    if (moeAhead) out.moeAhead = moeAhead;
   }
   return out;
 }

@@ -54,6 +54,20 @@ export const runSummarySchema = z.strictObject({
   prefetchUseful: z.number().int().nonnegative(),
   /** useful / issued × 100; null when nothing was issued. */
   prefetchUsefulPercent: nullableNum,
+  /** Routed experts of the MoE layers that had a route-ahead prediction (the accuracy's denominator). */
+  aheadRouted: z.number().int().nonnegative(),
+  /** Of those, the experts the prediction named. */
+  aheadCorrect: z.number().int().nonnegative(),
+  /** correct / routed × 100; null when no layer had a prediction. */
+  aheadAccuracyPercent: nullableNum,
+  /** Experts read ahead because of a prediction (predicted and not already resident). */
+  aheadRead: z.number().int().nonnegative(),
+  /** Bytes read ahead for experts the next layer's routing did not use. */
+  aheadWastedBytes: z.number().int().nonnegative(),
+  /** aheadWastedBytes in MiB. */
+  aheadWastedMiB: num,
+  /** aheadWastedMiB per decode (as mibPerToken). */
+  aheadWastedMiBPerToken: num,
   peakRssBytes: z.number().int().nonnegative(),
   /** Lowest MemAvailable seen; null when it was never readable. */
   memAvailableFloorBytes: z.number().int().nonnegative().nullable(),
@@ -87,6 +101,9 @@ export function summarize(all: readonly TokenMetrics[], extra: SummaryExtra = {}
   const misses = sum((r) => r.expertMisses);
   const issued = sum((r) => r.prefetchIssued);
   const useful = sum((r) => r.prefetchUseful);
+  const aheadRouted = sum((r) => r.aheadRouted);
+  const aheadCorrect = sum((r) => r.aheadCorrect);
+  const aheadWastedBytes = sum((r) => r.aheadWastedBytes);
   const rates = records.filter((r) => r.wallMs > 0).map((r) => 1000 / r.wallMs).sort((a, b) => a - b);
   const memAvail = all.map((r) => r.memAvailableBytes).filter((v): v is number => v !== null);
   const last = all[all.length - 1];
@@ -120,6 +137,13 @@ export function summarize(all: readonly TokenMetrics[], extra: SummaryExtra = {}
     prefetchIssued: issued,
     prefetchUseful: useful,
     prefetchUsefulPercent: issued > 0 ? (100 * useful) / issued : null,
+    aheadRouted,
+    aheadCorrect,
+    aheadAccuracyPercent: aheadRouted > 0 ? (100 * aheadCorrect) / aheadRouted : null,
+    aheadRead: sum((r) => r.aheadRead),
+    aheadWastedBytes,
+    aheadWastedMiB: aheadWastedBytes / MiB,
+    aheadWastedMiBPerToken: perToken(aheadWastedBytes / MiB),
     peakRssBytes: all.reduce((m, r) => Math.max(m, r.rssBytes), 0),
     memAvailableFloorBytes: memAvail.length > 0 ? Math.min(...memAvail) : null,
     majorFaults: sum((r) => r.majorFaults),

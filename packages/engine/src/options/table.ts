@@ -138,6 +138,11 @@ export const OPTION_TABLE = [
     help: 'read ahead the N most popular experts of the next layer; 0 = off',
   },
   {
+    key: 'stream.routeAhead', group: 'stream', flag: '--route-ahead', native: { params: 'model', key: 'stream.routeAhead' },
+    value: bool, default: false, defaultText: 'off',
+    help: "read the experts the next MoE layer's router predicts from this layer's hidden state while this layer computes (lossless: the real routing still decides; costs top-k extra cache slots)",
+  },
+  {
     key: 'stream.odirect', group: 'stream', flag: '--no-odirect', native: { params: 'model', key: 'stream.odirect' },
     value: bool, default: true, defaultText: 'O_DIRECT on',
     help: 'read experts through the page cache instead of O_DIRECT',
