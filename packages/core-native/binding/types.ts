@@ -20,6 +20,7 @@ export interface NativeStreamParams {
   /** Needs patch 0002: see buildInfo().overlapSupported. */
   overlap?: boolean;
   prefetch?: number;
+  routeAhead?: boolean;
   odirect?: boolean;
   denseWeights?: 'mmap' | 'anon';
   forceCache?: boolean;

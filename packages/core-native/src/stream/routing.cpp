@@ -22,6 +22,8 @@ uint64_t streamer::resident_bytes() const {
 }
 
 void streamer::set_pool_slots(int32_t n) {
+    // Never more slots than units: the pool reserves address space for that many (slot_pool).
+    n = std::min<int32_t>(n, layout.n_layer * layout.n_expert);
     const int32_t old = (int32_t) slot_owner.size();
     if (n < old) {
         // Shrinking: drop the units that live in the slots going away.
@@ -243,7 +245,7 @@ int32_t streamer::next_moe_layer(int32_t layer) const {
 // Slots the pool never shrinks below: the budget, at least one token's experts of a layer, and
 // with route-ahead room for the next layer's predicted experts beside this layer's.
 int32_t streamer::min_slots() const {
-    return std::max(configured_slots, top_k) + (cfg.route_ahead ? top_k : 0);
+    return std::min<int32_t>(std::max(configured_slots, top_k) + (cfg.route_ahead ? top_k : 0), layout.n_layer * layout.n_expert);
 }
 
 // Route-ahead: layer `next`'s router applied to this layer's hidden state names the experts it
