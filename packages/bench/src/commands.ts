@@ -11,6 +11,7 @@ import { registerMatrix } from './matrix-command.js';
 import { findBmoeCommand, modelCacheDir as cacheDir } from './runner.js';
 import { registerServeLoad } from './serve-load.js';
 import { registerSoak } from './soak-command.js';
+import { runWaiting, waitingReport } from './waiting.js';
 import { ROW_KEYS, runTargets, targetsReport, type RowKey } from './targets.js';
 
 export interface BenchCommandOptions {
@@ -24,6 +25,7 @@ export function registerBenchCommands(program: Command, opts: BenchCommandOption
   registerAnalyze(program);
   registerCalibrate(program, bmoe);
   registerTargets(program, bmoe);
+  registerWaiting(program, bmoe);
   registerServeLoad(program);
   registerSoak(program, bmoe);
   return program;
@@ -126,5 +128,23 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
       };
       const r = await runTargets(topts);
       process.stdout.write(`${targetsReport(r, topts)}\n`);
+    });
+}
+
+function registerWaiting(program: Command, bmoe: () => string[]): void {
+  program
+    .command('waiting')
+    .description("how the compute threads wait (OpenMP's OMP_WAIT_POLICY), streamed with lanes running, alone and beside a busy process")
+    .requiredOption('--model <file>', 'GGUF to measure')
+    .option('--n <N>', 'tokens per run', int(2), 48)
+    .option('-t, --threads <N>', 'compute threads', int(1), 2)
+    .option('--io-threads <N>', 'read lanes', int(1), 4)
+    .option('--cache-mb <N>', 'expert cache, MiB', int(0), 0)
+    .option('--rounds <N>', 'interleaved rounds (each cell reports its median)', int(1), 3)
+    .option('--prompt <text>', 'prompt', 'The quick brown fox jumps over the lazy dog')
+    .action(async (o: { model: string; n: number; threads: number; ioThreads: number; cacheMb: number; rounds: number; prompt: string }) => {
+      const wopts = { model: o.model, n: o.n, threads: o.threads, lanes: o.ioThreads, cacheMb: o.cacheMb, rounds: o.rounds, prompt: o.prompt, bmoe: bmoe(), log: (l: string) => process.stderr.write(`${l}\n`) };
+      const r = await runWaiting(wopts);
+      process.stdout.write(`${waitingReport(r, wopts)}\n`);
     });
 }

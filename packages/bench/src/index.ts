@@ -29,3 +29,4 @@ export { parseDoneEvent, parsePeerRate, type DoneEvent } from './run-output.js';
 export { DEFAULT_SOAK, runSoak, soakFailures, soakReport, type SoakKindStats, type SoakOptions, type SoakReport } from './soak.js';
 export { ALLOWED as SOAK_ALLOWED_OUTCOMES, SOAK_KINDS, type Outcome as SoakOutcome, type SoakKind } from './soak-requests.js';
 export { registerSoak } from './soak-command.js';
+export { WAIT_POLICIES, median, runWaiting, waitingArgv, waitingReport, type WaitPolicy, type WaitingCell, type WaitingOptions } from './waiting.js';

@@ -1,0 +1,90 @@
+// `bmoe-bench waiting`: how the compute threads wait between graph pieces, measured. A streamed
+// decode splits the graph at every MoE layer's routing, so the compute threads stop and start
+// dozens of times per token while the read lanes run; how they wait (OpenMP's OMP_WAIT_POLICY:
+// spin = active, sleep = passive, or libgomp's default of spinning a while then sleeping) decides
+// whether they steal the cores from the lanes and from other processes (a phone is never idle).
+// Each cell is `bmoe run --moe-stream` under one policy, alone or beside one busy process; the
+// cells are interleaved over rounds and each reports its median.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { nativeBuild } from '@bmoe/engine';
+import { parseDoneEvent } from './run-output.js';
+import { runInCgroup } from './cgroup.js';
+
+export const WAIT_POLICIES = ['default', 'passive', 'active'] as const;
+export type WaitPolicy = (typeof WAIT_POLICIES)[number];
+
+export interface WaitingOptions {
+  model: string;
+  n: number;
+  threads: number;
+  lanes: number;
+  cacheMb: number;
+  rounds: number;
+  prompt: string;
+  bmoe: string[];
+  log: (line: string) => void;
+}
+
+export interface WaitingCell {
+  policy: WaitPolicy;
+  busy: boolean;
+  /** s/token of each round (decode only). */
+  secondsPerToken: number[];
+}
+
+/** argv running `bmoe run` under `policy` (default: OMP_WAIT_POLICY unset). */
+export function waitingArgv(o: WaitingOptions, policy: WaitPolicy): string[] {
+  const env = policy === 'default' ? ['env', '-u', 'OMP_WAIT_POLICY'] : ['env', `OMP_WAIT_POLICY=${policy}`];
+  return [...env, ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json',
+    '--moe-stream', '--cache-mb', String(o.cacheMb), '--io-threads', String(o.lanes)];
+}
+
+/** One process that keeps one core busy (the neighbour), until killed. */
+function busyNeighbour(): ChildProcess {
+  return spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+}
+
+export const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length === 0 ? NaN : s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+export async function runWaiting(o: WaitingOptions): Promise<{ cells: WaitingCell[]; openmp: boolean }> {
+  const build = await nativeBuild();
+  const openmp = /OPENMP = 1/.test(build.system);
+  const cells: WaitingCell[] = [];
+  for (const busy of [false, true]) for (const policy of WAIT_POLICIES) cells.push({ policy, busy, secondsPerToken: [] });
+  for (let round = 0; round < o.rounds; round++) {
+    for (const cell of cells) {
+      const neighbour = cell.busy ? busyNeighbour() : null;
+      try {
+        const r = await runInCgroup(waitingArgv(o, cell.policy), null, 30 * 60_000);
+        const done = r.code === 0 ? parseDoneEvent(r.stdout) : null;
+        if (!done) throw new Error(`${cell.policy}${cell.busy ? ' (busy neighbour)' : ''}: exit ${r.code ?? r.signal}: ${r.stderr.trim().split('\n').pop() ?? ''}`);
+        cell.secondsPerToken.push(done.summary.secondsPerToken);
+        o.log(`round ${round + 1}: ${cell.policy}${cell.busy ? ', busy neighbour' : ''}: ${done.summary.secondsPerToken.toFixed(4)} s/token`);
+      } finally {
+        neighbour?.kill('SIGKILL');
+      }
+    }
+  }
+  return { cells, openmp };
+}
+
+export function waitingReport(r: { cells: WaitingCell[]; openmp: boolean }, o: WaitingOptions): string {
+  const out = [
+    `OpenMP in this build: ${r.openmp ? 'yes (OMP_WAIT_POLICY applies)' : 'no (ggml\'s own thread pool: OMP_WAIT_POLICY has no effect)'}; ` +
+      `${o.threads} compute threads, ${o.lanes} read lanes, cache ${o.cacheMb} MiB, ${o.n} tokens, median of ${o.rounds} interleaved rounds.`,
+    '',
+    '| OMP_WAIT_POLICY | neighbour | s/token (median) | rounds | vs default, same neighbour |',
+    '|---|---|---|---|---|',
+  ];
+  for (const c of r.cells) {
+    const base = r.cells.find((x) => x.busy === c.busy && x.policy === 'default');
+    const rel = base ? median(c.secondsPerToken) / median(base.secondsPerToken) : NaN;
+    out.push(`| ${c.policy === 'default' ? 'unset (libgomp default)' : c.policy} | ${c.busy ? 'one busy process' : 'idle'} | ${median(c.secondsPerToken).toFixed(4)} | ` +
+      `${c.secondsPerToken.map((x) => x.toFixed(3)).join(', ')} | ${rel.toFixed(3)} |`);
+  }
+  return out.join('\n');
+}
