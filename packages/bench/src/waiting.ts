@@ -3,6 +3,8 @@
 // dozens of times per token while the read lanes run; how they wait (OpenMP's OMP_WAIT_POLICY:
 // spin = active, sleep = passive, or libgomp's default of spinning a while then sleeping) decides
 // whether they steal the cores from the lanes and from other processes (a phone is never idle).
+// `bmoe` is what bmoe does when nobody says (core-native's loader sets passive); `libgomp` is
+// libgomp's own default (spin 300000 times, then sleep), chosen with GOMP_SPINCOUNT=300000.
 // Each cell is `bmoe run --moe-stream` under one policy, alone or beside one busy process; the
 // cells are interleaved over rounds and each reports its median.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -10,7 +12,7 @@ import { nativeBuild } from '@bmoe/engine';
 import { parseDoneEvent } from './run-output.js';
 import { runInCgroup } from './cgroup.js';
 
-export const WAIT_POLICIES = ['default', 'passive', 'active'] as const;
+export const WAIT_POLICIES = ['libgomp', 'bmoe', 'passive', 'active'] as const;
 export type WaitPolicy = (typeof WAIT_POLICIES)[number];
 
 export interface WaitingOptions {
@@ -32,9 +34,16 @@ export interface WaitingCell {
   secondsPerToken: number[];
 }
 
-/** argv running `bmoe run` under `policy` (default: OMP_WAIT_POLICY unset). */
+const POLICY_ENV: Record<WaitPolicy, string[]> = {
+  libgomp: ['-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=300000'],
+  bmoe: ['-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT'],
+  passive: ['-u', 'GOMP_SPINCOUNT', 'OMP_WAIT_POLICY=passive'],
+  active: ['-u', 'GOMP_SPINCOUNT', 'OMP_WAIT_POLICY=active'],
+};
+
+/** argv running `bmoe run` under `policy`. */
 export function waitingArgv(o: WaitingOptions, policy: WaitPolicy): string[] {
-  const env = policy === 'default' ? ['env', '-u', 'OMP_WAIT_POLICY'] : ['env', `OMP_WAIT_POLICY=${policy}`];
+  const env = ['env', ...POLICY_ENV[policy]];
   return [...env, ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json',
     '--moe-stream', '--cache-mb', String(o.cacheMb), '--io-threads', String(o.lanes)];
 }
@@ -72,18 +81,25 @@ export async function runWaiting(o: WaitingOptions): Promise<{ cells: WaitingCel
   return { cells, openmp };
 }
 
+const POLICY_LABEL: Record<WaitPolicy, string> = {
+  libgomp: "libgomp's default (GOMP_SPINCOUNT=300000)",
+  bmoe: "bmoe's default (nothing set)",
+  passive: 'OMP_WAIT_POLICY=passive',
+  active: 'OMP_WAIT_POLICY=active',
+};
+
 export function waitingReport(r: { cells: WaitingCell[]; openmp: boolean }, o: WaitingOptions): string {
   const out = [
     `OpenMP in this build: ${r.openmp ? 'yes (OMP_WAIT_POLICY applies)' : 'no (ggml\'s own thread pool: OMP_WAIT_POLICY has no effect)'}; ` +
       `${o.threads} compute threads, ${o.lanes} read lanes, cache ${o.cacheMb} MiB, ${o.n} tokens, median of ${o.rounds} interleaved rounds.`,
     '',
-    '| OMP_WAIT_POLICY | neighbour | s/token (median) | rounds | vs default, same neighbour |',
+    '| wait policy | neighbour | s/token (median) | rounds | vs libgomp default, same neighbour |',
     '|---|---|---|---|---|',
   ];
   for (const c of r.cells) {
-    const base = r.cells.find((x) => x.busy === c.busy && x.policy === 'default');
+    const base = r.cells.find((x) => x.busy === c.busy && x.policy === 'libgomp');
     const rel = base ? median(c.secondsPerToken) / median(base.secondsPerToken) : NaN;
-    out.push(`| ${c.policy === 'default' ? 'unset (libgomp default)' : c.policy} | ${c.busy ? 'one busy process' : 'idle'} | ${median(c.secondsPerToken).toFixed(4)} | ` +
+    out.push(`| ${POLICY_LABEL[c.policy]} | ${c.busy ? 'one busy process' : 'idle'} | ${median(c.secondsPerToken).toFixed(4)} | ` +
       `${c.secondsPerToken.map((x) => x.toFixed(3)).join(', ')} | ${rel.toFixed(3)} |`);
   }
   return out.join('\n');

@@ -1,6 +1,6 @@
-// `bmoe-bench waiting`: each cell runs `bmoe run --moe-stream` under one OMP_WAIT_POLICY (unset,
-// passive, active), alone or beside a busy process, and the report compares each with the unset
-// policy beside the same neighbour. End to end on a tiny model through the executable.
+// `bmoe-bench waiting`: each cell runs `bmoe run --moe-stream` under one wait policy (libgomp's
+// default, bmoe's, passive, active), alone or beside a busy process, and the report compares each
+// with libgomp's default beside the same neighbour. End to end on a tiny model through the executable.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,8 +22,9 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe('waiting cells', () => {
   const o: WaitingOptions = { model: 'm.gguf', n: 8, threads: 2, lanes: 4, cacheMb: 0, rounds: 1, prompt: 'hi', bmoe: ['bmoe'], log: () => {} };
   it('sets the policy in the environment, or unsets it for the default', () => {
-    expect(waitingArgv(o, 'passive').slice(0, 3)).toEqual(['env', 'OMP_WAIT_POLICY=passive', 'bmoe']);
-    expect(waitingArgv(o, 'default').slice(0, 4)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'bmoe']);
+    expect(waitingArgv(o, 'passive').slice(0, 5)).toEqual(['env', '-u', 'GOMP_SPINCOUNT', 'OMP_WAIT_POLICY=passive', 'bmoe']);
+    expect(waitingArgv(o, 'libgomp').slice(0, 5)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=300000', 'bmoe']);
+    expect(waitingArgv(o, 'bmoe').slice(0, 6)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'bmoe']);
     expect(waitingArgv(o, 'active')).toContain('--moe-stream');
   });
   it('takes the median of the rounds', () => {
@@ -40,10 +41,10 @@ describe('bmoe-bench waiting on a tiny model', () => {
     });
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^OpenMP in this build: (yes|no)/);
-    const rows = r.stdout.split('\n').filter((l) => /^\| (unset|passive|active)/.test(l));
+    const rows = r.stdout.split('\n').filter((l) => /^\| (libgomp|bmoe|OMP_WAIT)/.test(l));
+    const labels = ["libgomp's default (GOMP_SPINCOUNT=300000)", "bmoe's default (nothing set)", 'OMP_WAIT_POLICY=passive', 'OMP_WAIT_POLICY=active'];
     expect(rows.map((l) => l.split('|').slice(1, 3).map((c) => c.trim()).join(' / '))).toEqual([
-      'unset (libgomp default) / idle', 'passive / idle', 'active / idle',
-      'unset (libgomp default) / one busy process', 'passive / one busy process', 'active / one busy process',
+      ...labels.map((p) => `${p} / idle`), ...labels.map((p) => `${p} / one busy process`),
     ]);
     for (const l of rows) expect(Number(l.split('|')[3])).toBeGreaterThan(0);
     // The default compared with itself.

@@ -127,8 +127,21 @@ export function loadFirst(
   throw new Error(`no bmoe native binary could be loaded (${failed.join('; ')})`);
 }
 
+/**
+ * How OpenMP's compute threads wait when nobody said: passive (sleep, no spinning). A streamed
+ * decode stops and restarts the compute threads at every MoE layer while the read lanes run, and
+ * a phone is never idle: measured with `bmoe-bench waiting` (docs/benchmarks.md), libgomp's default
+ * spin made a streamed token 3.1× slower beside one busy process and gained nothing measurable
+ * alone. libgomp reads the variable once, when the addon loads it: set before the first load.
+ * OMP_WAIT_POLICY or GOMP_SPINCOUNT given by the user win. Builds without OpenMP ignore it.
+ */
+export function defaultOmpWaitPolicy(env: NodeJS.ProcessEnv = process.env): void {
+  if (env.OMP_WAIT_POLICY === undefined && env.GOMP_SPINCOUNT === undefined) env.OMP_WAIT_POLICY = 'passive';
+}
+
 export function loadBinding(): NativeBinding {
   if (cached) return cached.binding;
+  defaultOmpWaitPolicy();
   const host = currentHost();
   cached = loadFirst(bindingCandidates(host), (candidate) => {
     // A prebuilt platform package needs its CPU baseline (a local build was made for this machine).

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bindingCandidates, bindingSource, llamaToolPath, loadBinding, loadFirst } from '../binding/index.js';
+import { bindingCandidates, bindingSource, defaultOmpWaitPolicy, llamaToolPath, loadBinding, loadFirst } from '../binding/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bmoe-loader-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -92,5 +92,41 @@ describe('native loader', () => {
 
   it('rejects a missing model with a one-line error naming the file', async () => {
     await expect(loadBinding().loadModel({ path: join(dir, 'missing.gguf') })).rejects.toThrow(/missing\.gguf: No such file or directory/);
+  });
+});
+
+// OpenMP's wait policy: passive unless the user chose (docs/benchmarks.md, `bmoe-bench waiting`).
+// libgomp prints what it read when OMP_DISPLAY_ENV is set, at the moment the addon loads it.
+describe('OpenMP wait policy', () => {
+  it('defaults to passive and leaves a user choice alone', () => {
+    const env: NodeJS.ProcessEnv = {};
+    defaultOmpWaitPolicy(env);
+    expect(env.OMP_WAIT_POLICY).toBe('passive');
+    const mine: NodeJS.ProcessEnv = { OMP_WAIT_POLICY: 'active' };
+    defaultOmpWaitPolicy(mine);
+    expect(mine.OMP_WAIT_POLICY).toBe('active');
+    const spin: NodeJS.ProcessEnv = { GOMP_SPINCOUNT: '300000' };
+    defaultOmpWaitPolicy(spin);
+    expect(spin.OMP_WAIT_POLICY).toBeUndefined();
+  });
+
+  it('reaches libgomp when the addon loads (this build uses OpenMP)', () => {
+    expect(loadBinding().buildInfo().system).toContain('OPENMP = 1');
+    const script = `import('${join(import.meta.dirname, '..', 'dist', 'index.js')}').then(m => { m.loadBinding(); })`;
+    const run = (extra: NodeJS.ProcessEnv): string => {
+      const env: NodeJS.ProcessEnv = { ...process.env, OMP_DISPLAY_ENV: 'verbose', ...extra };
+      delete env.OMP_WAIT_POLICY;
+      delete env.GOMP_SPINCOUNT;
+      Object.assign(env, extra);
+      const r = spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8' });
+      expect(r.status).toBe(0);
+      return r.stderr;
+    };
+    // libgomp's own default also reads as PASSIVE but spins 300000 times first; passive spins 0.
+    const dflt = run({});
+    expect(dflt).toMatch(/OMP_WAIT_POLICY = 'PASSIVE'/);
+    expect(dflt).toMatch(/GOMP_SPINCOUNT = '0'/);
+    expect(run({ OMP_WAIT_POLICY: 'active' })).toMatch(/OMP_WAIT_POLICY = 'ACTIVE'/);
+    expect(run({ GOMP_SPINCOUNT: '300000' })).toMatch(/GOMP_SPINCOUNT = '300000'/);
   });
 });

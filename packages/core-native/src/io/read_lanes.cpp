@@ -102,6 +102,21 @@ bool read_lanes::wait(const slice_state & s) {
     return st == SLICE_READY;
 }
 
+size_t read_lanes::cancel(slice_state * first, size_t n) {
+    std::lock_guard<std::mutex> lock(mu);
+    size_t dropped = 0;
+    for (auto it = queue.begin(); it != queue.end();) {
+        if (it->state >= first && it->state < first + n) {
+            it->state->status.store(SLICE_ABSENT, std::memory_order_release);
+            it = queue.erase(it);
+            dropped++;
+        } else {
+            ++it;
+        }
+    }
+    return dropped;
+}
+
 std::string read_lanes::error() const {
     std::lock_guard<std::mutex> lock(const_cast<std::mutex &>(mu));
     return first_error;

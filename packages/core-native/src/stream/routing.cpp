@@ -121,7 +121,11 @@ void streamer::evict_unit(const expert_key & v, bool deferred) {
     // An in-flight read (a prefetch) still writes into the slot: let it land first.
     for (int32_t j = 0; j < n_proj; j++) {
         slice_state & st = slices[u * n_proj + j];
-        if (st.status.load() == SLICE_READING) lanes->wait(st);
+        if (st.status.load() == SLICE_READING) {
+            const double w0 = now_ms();
+            lanes->wait(st);
+            evict_wait_ms += now_ms() - w0;
+        }
         st.status.store(SLICE_ABSENT);
     }
     const int32_t s = unit_slot[u];
@@ -274,13 +278,35 @@ void streamer::route_ahead_after(int32_t layer, const ggml_tensor * topk) {
     submit_reads(by_proj);
 }
 
+bool streamer::cancel_unit(const expert_key & v) {
+    const size_t u = (size_t) v.layer * layout.n_expert + v.expert;
+    if (unit_slot[u] < 0) return true;
+    const size_t dropped = lanes->cancel(&slices[u * n_proj], (size_t) n_proj);
+    for (int32_t j = 0; j < n_proj; j++) {
+        if (slices[u * n_proj + j].status.load() != SLICE_ABSENT) {
+            // Part of it is read or being read: keep it cached (its other reads, if dropped, are redone).
+            if (dropped > 0) {
+                policy.erase(v);
+                evict_unit(v, true);
+            }
+            return false;
+        }
+    }
+    policy.erase(v);
+    evict_unit(v, true);
+    return true;
+}
+
 // How the pending prediction for `layer` compares with its real routing (`routed`: per expert).
+// Wrong guesses whose reads have not started are cancelled: they would only delay this layer's
+// own misses, queued behind them.
 void streamer::score_ahead(int32_t layer, const std::vector<uint8_t> & routed) {
     if (ahead_layer != layer) return;
     for (uint8_t r : routed) ahead_routed += r;
     for (int32_t e : ahead_pred) ahead_correct += routed[(size_t) e];
     for (int32_t e : ahead_read_ids) {
-        if (!routed[(size_t) e]) ahead_wasted += layout.unit_bytes(layer);
+        if (routed[(size_t) e]) continue;
+        if (!cancel_unit({ layer, e })) ahead_wasted += layout.unit_bytes(layer);
     }
     ahead_layer = -1;
     ahead_pred.clear();

@@ -242,7 +242,7 @@ void streamer::begin_decode(std::atomic<bool> * abort) {
     hits = misses = pf_issued = pf_useful = 0;
     ahead_routed = ahead_correct = ahead_read = ahead_wasted = 0;
     ahead_layer = -1;
-    io_wait_ms = stall_ms = mgmt_ms = 0;
+    io_wait_ms = stall_ms = mgmt_ms = evict_wait_ms = 0;
     bytes0 = lanes->bytes_read.load();
     busy0  = lanes->busy_ns.load();
     current_layer = -1;
@@ -274,6 +274,9 @@ void streamer::end_decode(token_metrics & m) {
         set_pool_slots(target);
     }
     mgmt_ms += now_ms() - t0;
+    // Waiting for a victim's read is I/O on the decode thread: serial I/O, or an overlap stall.
+    mgmt_ms = std::max(0.0, mgmt_ms - evict_wait_ms);
+    (cfg.overlap ? stall_ms : io_wait_ms) += evict_wait_ms;
     total_hits += hits;
     total_misses += misses;
     m.prefetch_issued      = pf_issued;

@@ -51,6 +51,9 @@ struct read_lanes {
     void submit_all(const std::vector<read_task> & ts);
     // Blocks until `s` is READY or FAILED; returns true when READY.
     bool wait(const slice_state & s);
+    // Drops the queued (not yet started) reads into slices [first, first + n) and marks them
+    // ABSENT; returns how many it dropped. A read a lane has started is left to finish.
+    size_t cancel(slice_state * first, size_t n);
 
     std::string warning;                      // set when O_DIRECT was refused
     std::string error() const;                // first read error, "" if none

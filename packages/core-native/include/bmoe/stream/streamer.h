@@ -77,6 +77,9 @@ struct streamer : decode_observer {
     bool load_unit(const expert_key & key, std::vector<std::vector<read_task>> & by_proj, bool prefetch);
     // Evicts `v`; its pages are released now (`deferred` false) or by a lane after this layer's reads.
     void evict_unit(const expert_key & v, bool deferred);
+    // Drops a read-ahead unit whose reads have not started (route-ahead guessed wrong): its
+    // queued reads are cancelled and it leaves the cache. Returns false when a read had started.
+    bool cancel_unit(const expert_key & v);
     void prefetch_after(int32_t layer);
     // Route-ahead (route_ahead.cpp): after layer `layer`'s reads, predict the next MoE layer's
     // experts from this layer's hidden state and read them; score_ahead counts how it went.
@@ -136,6 +139,7 @@ struct streamer : decode_observer {
     uint64_t hits = 0, misses = 0, pf_issued = 0, pf_useful = 0;
     uint64_t ahead_routed = 0, ahead_correct = 0, ahead_read = 0, ahead_wasted = 0;
     double   io_wait_ms = 0, stall_ms = 0, mgmt_ms = 0;
+    double   evict_wait_ms = 0;  // admissions waiting for a victim's read to land: I/O, not management
     uint64_t bytes0 = 0, busy0 = 0;
 };
 
