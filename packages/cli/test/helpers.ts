@@ -1,6 +1,7 @@
 // Spawns the built CLI and collects its output, with a hard timeout so a hang fails the test.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { loadModel, type LoadOptions, type Model } from '@bmoe/engine';
 
 export const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 
@@ -46,4 +47,27 @@ export function runCli(args: readonly string[], opts: RunCliOptions = {}): Promi
 /** The non-empty lines of a text. */
 export function lines(text: string): string[] {
   return text.split('\n').filter((l) => l.trim() !== '');
+}
+
+/**
+ * Tokens and every token's logits of a greedy run through the engine, the identity tests'
+ * reference (2 threads, a 256-token context). `onModel` may look at the loaded model first.
+ */
+export async function greedyLogits(
+  path: string,
+  load: LoadOptions,
+  prompt: string,
+  maxTokens: number,
+  onModel?: (model: Model) => void,
+): Promise<{ tokens: number[]; logits: Buffer[] }> {
+  const model = await loadModel(path, { threads: 2, contextSize: 256, ...load });
+  try {
+    onModel?.(model);
+    const gen = model.createSession().generate(prompt, { maxTokens, temperature: 0, logits: true });
+    const logits: Buffer[] = [];
+    for await (const ev of gen) logits.push(Buffer.from(ev.logits!.buffer, ev.logits!.byteOffset, ev.logits!.byteLength));
+    return { tokens: (await gen.result).tokens, logits };
+  } finally {
+    await model.close();
+  }
 }

@@ -8,12 +8,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
-import { loadModel, nativeBuild, type LoadOptions, type ModelHeaderInfo } from '@bmoe/engine';
+import { nativeBuild, type LoadOptions, type ModelHeaderInfo } from '@bmoe/engine';
 import { formatMoeAheadLine, parseEndOfRunLines, parseMetricsCsv, type RunSummary, type TokenMetrics } from '@bmoe/engine/metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
 import { addContextOptions, addStreamingOptions, loadOptions } from '../src/model-options.js';
-import { lines, runCli } from './helpers.js';
+import { greedyLogits, lines, runCli } from './helpers.js';
 
 const native = await requireNative('the native addon', () => nativeBuild());
 const PROMPT = 'Once upon a time the mother looked at the birds';
@@ -44,16 +44,9 @@ function parseFlags(argv: string[]): LoadOptions {
 /** The same flags through the engine: tokens and every token's logits of a greedy run. */
 async function generate(path: string, argv: string[]): Promise<{ tokens: number[]; logits: Buffer[] }> {
   const load = parseFlags(argv);
-  const model = await loadModel(path, { threads: 2, contextSize: 256, ...load });
-  try {
+  return greedyLogits(path, load, PROMPT, N, (model) => {
     expect(model.info.options.stream?.routeAhead ?? false).toBe(load.stream?.routeAhead === true);
-    const gen = model.createSession().generate(PROMPT, { maxTokens: N, temperature: 0, logits: true });
-    const logits: Buffer[] = [];
-    for await (const ev of gen) logits.push(Buffer.from(ev.logits!.buffer, ev.logits!.byteOffset, ev.logits!.byteLength));
-    return { tokens: (await gen.result).tokens, logits };
-  } finally {
-    await model.close();
-  }
+  });
 }
 
 interface CliRun {

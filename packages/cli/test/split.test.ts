@@ -10,11 +10,11 @@ import { copyFile, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadModel, nativeBuild, type LoadOptions, type ModelHeaderInfo } from '@bmoe/engine';
+import { nativeBuild, type LoadOptions, type ModelHeaderInfo } from '@bmoe/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
 import { findLlamaTool, runLlamaCompletion } from '../src/llama-tools.js';
-import { lines, runCli } from './helpers.js';
+import { greedyLogits, lines, runCli } from './helpers.js';
 
 const native = await requireNative('the native addon', () => nativeBuild());
 const splitTool = findLlamaTool('llama-gguf-split');
@@ -47,17 +47,7 @@ async function info(model: string): Promise<ModelHeaderInfo> {
 }
 
 /** Tokens and every token's logits of a greedy run through the engine. */
-async function generate(path: string, load: LoadOptions): Promise<{ tokens: number[]; logits: Buffer[] }> {
-  const model = await loadModel(path, { threads: 2, contextSize: 256, ...load });
-  try {
-    const gen = model.createSession().generate(PROMPT, { maxTokens: N, temperature: 0, logits: true });
-    const logits: Buffer[] = [];
-    for await (const ev of gen) logits.push(Buffer.from(ev.logits!.buffer, ev.logits!.byteOffset, ev.logits!.byteLength));
-    return { tokens: (await gen.result).tokens, logits };
-  } finally {
-    await model.close();
-  }
-}
+const generate = (path: string, load: LoadOptions): Promise<{ tokens: number[]; logits: Buffer[] }> => greedyLogits(path, load, PROMPT, N);
 
 /** `bmoe run --json`'s generated text. */
 async function bmoeText(model: string, extra: string[]): Promise<string | undefined> {
