@@ -3,6 +3,7 @@
 // and the generation endpoints.
 import type { FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
+import { drainBody } from './drain.js';
 import { ApiError, sendApiError, toApiError } from './errors.js';
 import { chatSpec, completionSpec } from './request.js';
 import { chatCompletionBody, completionBody, type ChatCompletionBody, type CompletionBody } from './schemas.js';
@@ -44,8 +45,10 @@ function registerV1(v1: FastifyInstance, core: ServerCore): void {
     const denied = core.guard.checkKey(req.headers.authorization);
     if (denied) throw denied;
   });
-  v1.setErrorHandler((err, req, reply) => {
+  v1.setErrorHandler(async (err, req, reply) => {
     const api = toApiError(err, core.opts.bodyLimitBytes);
+    // Let a client still uploading an oversized body read its 413 (up to 16× the limit, 10 s).
+    if (api.status === 413) await drainBody(req.raw, 16 * core.opts.bodyLimitBytes, 10_000);
     // Every refusal of a generation request is counted here, whichever step refused it.
     const endpoint = req.routeOptions.url;
     if (endpoint === '/v1/chat/completions' || endpoint === '/v1/completions') {
