@@ -38,7 +38,7 @@ export interface TargetsOptions {
 /** Row keys, in run order: `--rows` picks among them. */
 export const ROW_KEYS = [
   'resident', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead',
-  'cached', 'cached-overlap', 'cached-ahead', 'prefetch', 'all',
+  'cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'prefetch', 'all',
 ] as const;
 export type RowKey = (typeof ROW_KEYS)[number];
 
@@ -85,6 +85,7 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, k
     { key: 'cached', name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
     { key: 'cached-overlap', name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap'] },
     { key: 'cached-ahead', name: `stream cache ${cacheMb} MiB + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--route-ahead'] },
+    { key: 'cached-overlap-ahead', name: `stream cache ${cacheMb} MiB + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap', '--route-ahead'] },
     { key: 'prefetch', name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4'] },
     { key: 'all', name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb)], csv: true },
   ];
