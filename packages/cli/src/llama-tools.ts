@@ -42,8 +42,9 @@ export async function runLlamaCompletion(opts: LlamaCompletionOptions): Promise<
     ...(opts.extraArgs ?? []),
   ];
   // llama-completion prints through llama.cpp's asynchronous logger, whose queue can still hold the
-  // last tokens when the process exits on a loaded machine. A complete run ends with the tool's
-  // closing "\n\n": retry the (deterministic) run until that arrives.
+  // last tokens when the process exits on a loaded machine (the logger is leaked on purpose, never
+  // flushed at exit). A complete run ends with the tool's closing "\n\n": retry the (deterministic)
+  // run until that arrives; a text cut short is never returned (it would read as a mismatch).
   for (let attempt = 1; ; attempt++) {
     const stdout = await new Promise<string>((ok, fail) => {
       const child = execFile(bin, args, { maxBuffer: 64 << 20, encoding: 'utf8', timeout: 300_000 }, (err, out, errText) => {
@@ -52,7 +53,8 @@ export async function runLlamaCompletion(opts: LlamaCompletionOptions): Promise<
       });
       child.stdin?.end();
     });
-    if (stdout.endsWith('\n\n') || attempt >= 5) return stripCompletionOutput(stdout);
+    if (stdout.endsWith('\n\n')) return stripCompletionOutput(stdout);
+    if (attempt >= 20) throw new Error(`llama-completion's output was cut short in ${attempt} runs (its asynchronous logger lost the tail at exit)`);
   }
 }
 
