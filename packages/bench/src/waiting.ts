@@ -9,6 +9,7 @@
 // cells are interleaved over rounds and each reports its median.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { nativeBuild } from '@bmoe/engine';
+import { percentile } from '@bmoe/engine/metrics';
 import { parseDoneEvent } from './run-output.js';
 import { runInCgroup } from './cgroup.js';
 
@@ -53,11 +54,8 @@ function busyNeighbour(): ChildProcess {
   return spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
 }
 
-export const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length === 0 ? NaN : s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
+/** The median of the rounds (engine's percentile, as the summaries use); NaN for none. */
+export const median = (xs: readonly number[]): number => (xs.length === 0 ? NaN : percentile([...xs].sort((a, b) => a - b), 50));
 
 export async function runWaiting(o: WaitingOptions): Promise<{ cells: WaitingCell[]; openmp: boolean }> {
   const build = await nativeBuild();
