@@ -131,7 +131,7 @@ export function loadFirst(
  * How OpenMP's compute threads wait when nobody said: passive (sleep, no spinning). A streamed
  * decode stops and restarts the compute threads at every MoE layer while the read lanes run, and
  * a phone is never idle: measured with `bmoe-bench waiting` (docs/benchmarks.md), libgomp's default
- * spin made a streamed token 3.1× slower beside one busy process and gained nothing measurable
+ * spin made a streamed token 3–4.5× slower beside one busy process and gained nothing measurable
  * alone. libgomp reads the variable once, when the addon loads it: set before the first load.
  * OMP_WAIT_POLICY or GOMP_SPINCOUNT given by the user win. Builds without OpenMP ignore it.
  */
