@@ -109,8 +109,9 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
     .option('--prompt <text>', 'prompt', 'The quick brown fox jumps over the lazy dog')
     .option('--rows <keys>', `rows to run, comma-separated (${ROW_KEYS.join(', ')})`, rowKeys, [...ROW_KEYS])
     .option('--baseline-n <N>', 'tokens for the mmap baseline and llama-completion rows (default: --n)', int(1))
+    .option('--rounds <N>', 'interleaved rounds of the resident and prebuilt rows, compared by their median decode s/token (other rows run once)', int(1), 3)
     .option('--timeout-min <N>', 'time limit per row, minutes', int(1), 30)
-    .action(async (o: { model: string; memLimit: number; n: number; threads: number; cacheMb: number; ioThreads: number; dropCaches?: boolean; prompt: string; rows: RowKey[]; baselineN?: number; timeoutMin: number }) => {
+    .action(async (o: { model: string; memLimit: number; n: number; threads: number; cacheMb: number; ioThreads: number; dropCaches?: boolean; prompt: string; rows: RowKey[]; baselineN?: number; rounds: number; timeoutMin: number }) => {
       const topts = {
         model: o.model,
         memLimitGiB: o.memLimit,
@@ -122,6 +123,7 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
         prompt: o.prompt,
         rows: o.rows,
         baselineN: o.baselineN,
+        rounds: o.rounds,
         timeoutMin: o.timeoutMin,
         bmoe: bmoe(),
         log: (l: string) => process.stderr.write(`${l}\n`),

@@ -23,7 +23,24 @@ export { AnalyzeError, analyzeRow, loadMatrixDir, summaryMarkdown, type Analyzed
 export { readVsHitSpec, renderPng, renderSvg, throughputSpec, timelineSpec, warmupSpec, writePlots } from './plots.js';
 export { foldPressure, readProcessPeakRss, startPressureSampler, type PressureSample, type PressureSampler } from './pressure.js';
 export { calibrate, calibrationReport, hitError, refineCandidates, SPEC_HIT_POINTS, type CalibrateOptions, type CalibrationPoint, type CalibrationResult } from './calibrate.js';
-export { ROW_KEYS, ceilingTargets, fullHitRatio, rooflineRatio, runTargets, targetRows, targetsReport, type RowKey, type RowResult, type TargetsOptions } from './targets.js';
+export {
+  ROW_KEYS,
+  ceilingTargets,
+  fullHitRatio,
+  hostPrebuiltTarget,
+  medianRound,
+  noPrebuiltError,
+  prebuiltRowName,
+  prebuiltTarget,
+  rooflineRatio,
+  runTargets,
+  targetRows,
+  targetsReport,
+  type RowKey,
+  type RowResult,
+  type Target,
+  type TargetsOptions,
+} from './targets.js';
 export { registerServeLoad, runServeLoad, serveLoadReport, type LatencyStats, type ServeLoadOptions, type ServeLoadResult } from './serve-load.js';
 export { parseDoneEvent, parsePeerRate, type DoneEvent } from './run-output.js';
 export { DEFAULT_SOAK, runSoak, soakFailures, soakReport, type SoakKindStats, type SoakOptions, type SoakReport } from './soak.js';

@@ -1,13 +1,16 @@
 // `bmoe-bench targets`: the expert-streaming targets measured side by side in one run. Each row is
 // its own `bmoe run --json` process (inside a memory cgroup when the row is limited), with the page
 // cache dropped before it; the disk's O_DIRECT ceiling is measured in the same run. Prints a
-// markdown table and each target as a ratio with pass/miss.
+// markdown table and each target as a ratio with pass/miss. The `prebuilt` row is the `resident` row
+// run by the prebuilt addon the loader picks on this machine (BMOE_NATIVE_PATH=<its file>): the two
+// run interleaved for `rounds` rounds (the VM's speed drifts) and are compared by their medians.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inspectModel, llamaToolPath, parseMetricsCsv, readCeiling, type ModelHeaderInfo, type RunSummary, type TokenMetrics } from '@bmoe/engine';
+import { inspectModel, llamaToolPath, parseMetricsCsv, prebuiltBinary, readCeiling, type ModelHeaderInfo, type PrebuiltBinary, type RunSummary, type TokenMetrics } from '@bmoe/engine';
 import { parseDoneEvent, parsePeerRate } from './run-output.js';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type MemoryCgroup } from './cgroup.js';
+import { median } from './waiting.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -28,6 +31,8 @@ export interface TargetsOptions {
   rows?: readonly RowKey[];
   /** Tokens for the mmap baseline and llama-completion rows (hopeless far past RAM). Default: `n`. */
   baselineN?: number;
+  /** Interleaved rounds of the `resident` and `prebuilt` rows (each side's median decode s/token is compared). Default 3. */
+  rounds?: number;
   /** Per-row time limit, minutes. Default 30. */
   timeoutMin?: number;
   /** argv prefix that runs `bmoe` (see defaultBmoeCommand). */
@@ -35,9 +40,9 @@ export interface TargetsOptions {
   log: (line: string) => void;
 }
 
-/** Row keys, in run order: `--rows` picks among them. */
+/** Row keys, in run order: `--rows` picks among them (`prebuilt` brings `resident`, its reference, along). */
 export const ROW_KEYS = [
-  'resident', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead',
+  'resident', 'prebuilt', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead',
   'cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'prefetch', 'all',
 ] as const;
 export type RowKey = (typeof ROW_KEYS)[number];
@@ -53,9 +58,13 @@ interface Row {
   csv?: boolean;
   /** A baseline row: runs `baselineN` tokens. */
   baseline?: boolean;
+  /** Environment for the row's process (set with `env`, as the user would). */
+  env?: Record<string, string>;
 }
 
 export interface RowResult {
+  /** The row's key (absent in results made by hand). */
+  key?: RowKey;
   name: string;
   limited: boolean;
   ok: boolean;
@@ -69,12 +78,35 @@ export interface RowResult {
   tokens?: TokenMetrics[];
   /** Streamed rows: the disk's read ceiling probed right before the row, MiB/s. */
   ceilingMiBps?: number;
+  /** `resident` and `prebuilt` run in interleaved rounds: each round's decode s/token (the summary is the median round's). */
+  roundSecondsPerToken?: number[];
 }
 
-export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, keys: readonly RowKey[] = ROW_KEYS): Row[] {
+/** The `prebuilt` row's name: the variant it runs, e.g. "resident, prebuilt linux-x64-gnu.zen4 (repack off, no limit)". */
+export function prebuiltRowName(p: Pick<PrebuiltBinary, 'target' | 'variant'> | null | undefined): string {
+  return `resident, prebuilt ${p ? `${p.target}.${p.variant}` : '(none installed)'} (repack off, no limit)`;
+}
+
+/** The prebuilt target of this machine, as build-target.mjs names it (napi-rs: linux-x64-gnu, android-arm64). */
+export function hostPrebuiltTarget(platform: string = process.platform, arch: string = process.arch): string {
+  return platform === 'linux' ? `linux-${arch}-gnu` : `${platform}-${arch}`;
+}
+
+/** The `prebuilt` row's one-line failure when no prebuilt addon is installed here. */
+export function noPrebuiltError(target: string = hostPrebuiltTarget()): string {
+  return `no prebuilt addon for this CPU is installed (@bmoe/core-native-${target}); build it with \`node packages/core-native/scripts/build-target.mjs ${target}\``;
+}
+
+/**
+ * The rows of `keys`, in run order. `prebuilt` is `resident`'s configuration run by the prebuilt
+ * addon `prebuilt` (BMOE_NATIVE_PATH=its file); asking for it runs `resident` too.
+ */
+export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, keys: readonly RowKey[] = ROW_KEYS, prebuilt?: PrebuiltBinary | null): Row[] {
   const s = ['--moe-stream', '--io-threads', String(lanes)];
+  const want = keys.includes('prebuilt') ? [...keys, 'resident'] : keys;
   const rows: Row[] = [
     { key: 'resident', name: 'resident (repack off, no limit)', limited: false, args: [], csv: true },
+    { key: 'prebuilt', name: prebuiltRowName(prebuilt), limited: false, args: [], ...(prebuilt ? { env: { BMOE_NATIVE_PATH: prebuilt.file } } : {}) },
     { key: 'repack', name: 'resident (llama.cpp default: repack on, no limit)', limited: false, args: ['--repack'] },
     { key: 'mmap', name: 'mmap baseline (repack off, limited)', limited: true, args: [], baseline: true },
     { key: 'peer', name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true, baseline: true },
@@ -89,7 +121,7 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, k
     { key: 'prefetch', name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4'] },
     { key: 'all', name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb)], csv: true },
   ];
-  return rows.filter((r) => keys.includes(r.key));
+  return rows.filter((r) => want.includes(r.key));
 }
 
 /**
@@ -133,7 +165,14 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
   try {
     cg = createMemoryCgroup(o.memLimitGiB * GiB);
     const slice = header.expertSliceBytes.gate ?? header.expertSliceBytes.gate_up ?? 1 << 20;
-    for (const row of targetRows(o.cacheMb, cacheAllMb, o.lanes, o.rows)) {
+    const rows = targetRows(o.cacheMb, cacheAllMb, o.lanes, o.rows, (o.rows ?? ROW_KEYS).includes('prebuilt') ? prebuiltBinary() : null);
+    const prebuiltRow = rows.find((r) => r.key === 'prebuilt');
+    for (const row of rows) {
+      if (row.key === 'prebuilt') continue; // run with `resident`, below
+      if (row.key === 'resident' && prebuiltRow) {
+        results.push(...(await runPrebuiltPair(o, row, prebuiltRow, (i) => join(csvDir, `resident-${i}.csv`))));
+        continue;
+      }
       if (o.dropCaches) dropCaches();
       o.log(`row: ${row.name}`);
       let ceilingMiBps: number | undefined;
@@ -155,14 +194,73 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
   }
 }
 
+/** The round whose decode s/token is nearest the median of them all (the row's summary). */
+export function medianRound(secondsPerToken: readonly number[]): number {
+  const m = median(secondsPerToken);
+  let best = 0;
+  secondsPerToken.forEach((x, i) => {
+    if (Math.abs(x - m) < Math.abs((secondsPerToken[best] ?? Infinity) - m)) best = i;
+  });
+  return best;
+}
+
+/**
+ * `resident` (whatever addon the loader picks: in a checkout, its own build) and `prebuilt` (the
+ * prebuilt addon, by BMOE_NATIVE_PATH) alternated for `o.rounds` rounds, so the VM's drift hits
+ * both alike; each result carries every round's decode s/token and the median round's summary.
+ * Without a prebuilt, `resident` runs once and `prebuilt` fails saying how to build one.
+ */
+async function runPrebuiltPair(o: TargetsOptions, resident: Row, prebuilt: Row, csvPath: (i: number) => string): Promise<RowResult[]> {
+  if (!prebuilt.env) {
+    if (o.dropCaches) dropCaches();
+    o.log(`row: ${resident.name}`);
+    const res = await runRow(o, resident, null, csvPath(0));
+    o.log(`  ${res.ok ? `${res.summary?.tokensPerSecond.toFixed(2)} tok/s` : res.error}`);
+    const error = noPrebuiltError();
+    o.log(`row: ${prebuilt.name}\n  ${error}`);
+    return [res, { key: 'prebuilt', name: prebuilt.name, limited: false, ok: false, error }];
+  }
+  const rounds = Math.max(1, o.rounds ?? 3);
+  const runs: RowResult[][] = [[], []];
+  for (let round = 0; round < rounds; round++) {
+    for (const [side, row] of [resident, prebuilt].entries()) {
+      if (o.dropCaches) dropCaches();
+      const res = await runRow(o, row, null, csvPath(round));
+      o.log(`round ${round + 1}/${rounds}: ${row.name}: ${res.ok ? `${res.summary?.secondsPerToken.toFixed(4)} s/token` : res.error}`);
+      runs[side]?.push(res);
+    }
+  }
+  return runs.map((all) => {
+    const failed = all.find((r) => !r.ok);
+    if (failed) return failed;
+    const spt = all.map((r) => r.summary?.secondsPerToken ?? NaN);
+    return { ...(all[medianRound(spt)] as RowResult), roundSecondsPerToken: spt };
+  });
+}
+
+/**
+ * The prebuilt addon against the native build on the same configuration: native decode s/token ÷
+ * prebuilt decode s/token, each the median of its interleaved rounds (1 = as fast; the goal is
+ * ≥ 0.97). Undefined when either row has no numbers.
+ */
+export function prebuiltTarget(rows: readonly RowResult[]): Target | undefined {
+  const native = rows.find((x) => x.key === 'resident' && x.summary);
+  const pre = rows.find((x) => x.key === 'prebuilt' && x.summary);
+  if (!native?.summary || !pre?.summary) return undefined;
+  const spt = (r: RowResult): number => median(r.roundSecondsPerToken ?? [r.summary?.secondsPerToken ?? NaN]);
+  const ratio = spt(native) / spt(pre);
+  const n = pre.roundSecondsPerToken?.length ?? 1;
+  return [`prebuilt/native decode rate (native s/token ÷ prebuilt s/token, medians of ${n} interleaved rounds): ${pre.name}`, ratio, '≥ 0.97', ratio >= 0.97];
+}
+
 /** One row: `bmoe run --json` (or llama-completion), and what its output says. */
 async function runRow(o: TargetsOptions, row: Row, cg: MemoryCgroup | null, csvPath: string): Promise<RowResult> {
   const n = String(row.baseline ? (o.baselineN ?? o.n) : o.n);
   const argv = row.peer
     ? [llamaToolPath('llama-completion') ?? 'llama-completion', '-m', o.model, '-p', o.prompt, '-n', n, '-no-cnv', '--temp', '0', '-t', String(o.threads), '-nr', '--no-warmup']
-    : [...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', n, '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];
+    : [...(row.env ? ['env', ...Object.entries(row.env).map(([k, v]) => `${k}=${v}`)] : []), ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', n, '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];
   const r = await runInCgroup(argv, cg, (o.timeoutMin ?? 30) * 60_000);
-  const res: RowResult = { name: row.name, limited: row.limited, ok: false, cgroupPeakBytes: row.limited ? r.peakBytes : null };
+  const res: RowResult = { key: row.key, name: row.name, limited: row.limited, ok: false, cgroupPeakBytes: row.limited ? r.peakBytes : null };
   if (r.oomKilled || r.code !== 0) {
     res.error = r.oomKilled ? 'killed by the OOM killer' : `exit ${r.code ?? r.signal}: ${r.stderr.trim().split('\n').pop() ?? ''}`;
   } else if (row.peer) {
@@ -197,7 +295,7 @@ export function fullHitRatio(resident: TokenMetrics[] | undefined, streamed: Tok
   return { ratio: r / s, tokens: pairs.length };
 }
 
-type Target = [string, number | undefined, string, boolean | undefined];
+export type Target = [string, number | undefined, string, boolean | undefined];
 
 /**
  * Rows measured against the same row without their extra: `+ overlap` against the serial run
@@ -280,6 +378,8 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   const r4 = ratio(cached?.mgmtSecondsPerToken, cached?.ioSecondsPerToken);
   t.push([`cache management / flash I/O (cache ${o.cacheMb} MiB)`, r4, '≤ 0.15', r4 === undefined ? undefined : r4 <= 0.15]);
   t.push(...pairedTargets(rows));
+  const pre = prebuiltTarget(rows);
+  if (pre) t.push(pre);
   for (const row of rows.filter((x) => x.name.startsWith('stream') && x.summary)) {
     const rr = rooflineRatio(row.summary, row.ceilingMiBps ?? NaN);
     const zero = row.name.startsWith('stream cache 0');
@@ -302,6 +402,8 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   out.push('', '| target | measured | goal | |', '|---|---|---|---|');
   // Targets whose rows were not run (--rows) are left out.
   for (const [name, v, goal, pass] of t.filter(([, v]) => v !== undefined)) out.push(`| ${name} | ${f(v, 3)} | ${goal} | ${pass === undefined ? '' : pass ? 'met' : 'missed'} |`);
+  const rounds = rows.filter((x) => x.roundSecondsPerToken).map((x) => `${x.name}: ${x.roundSecondsPerToken?.map((v) => f(v, 4)).join(', ')}`);
+  if (rounds.length > 0) out.push('', `Interleaved rounds, decode s/token (the table shows each row's median round): ${rounds.join('; ')}.`);
   const ceilings = rows.filter((x) => x.ceilingMiBps !== undefined).map((x) => `${f(x.ceilingMiBps, 0)} before ${x.name}`);
   out.push('', `O_DIRECT read ceiling (${o.lanes} lanes), MiB/s: ${ceilings.join('; ') || '—'}. Model: ${header.path}, dense ${f(header.denseBytes / MiB, 0)} MiB, experts ${f(header.expertBytes / MiB, 0)} MiB, working set ${f(header.workingSetBytes / MiB, 0)} MiB/token.`);
   return out.join('\n');

@@ -1,6 +1,7 @@
 // `bmoe-bench targets`: which rows run (--rows), where the read ceiling is probed (a split model's
-// experts live in its later shards), the roofline ratio, and a real run on a split tiny model
-// inside a memory cgroup, end to end through the executable.
+// experts live in its later shards), the roofline ratio, the prebuilt-vs-native comparison (its
+// row, its rounds' medians, its target), and a real run on a split tiny model inside a memory
+// cgroup, end to end through the executable.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +10,20 @@ import { fileURLToPath } from 'node:url';
 import { inspectModel, summarize, type RunSummary } from '@bmoe/engine';
 import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROW_KEYS, ceilingTargets, pairedTargets, rooflineRatio, targetRows, type RowResult } from '../src/targets.js';
+import {
+  ROW_KEYS,
+  ceilingTargets,
+  hostPrebuiltTarget,
+  medianRound,
+  noPrebuiltError,
+  pairedTargets,
+  prebuiltTarget,
+  rooflineRatio,
+  targetRows,
+  targetsReport,
+  type RowResult,
+  type TargetsOptions,
+} from '../src/targets.js';
 
 const BENCH = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
@@ -32,6 +46,76 @@ describe('targets rows', () => {
     expect(ov?.args).toEqual(['--moe-stream', '--io-threads', '4', '--cache-mb', '0', '--overlap']);
     expect(ov?.limited).toBe(true);
     expect(targetRows(100, 200, 4, ['mmap', 'peer']).every((r) => r.baseline)).toBe(true);
+  });
+});
+
+describe('the prebuilt row', () => {
+  const zen4 = { target: 'linux-x64-gnu', variant: 'zen4', file: '/m/node_modules/@bmoe/core-native-linux-x64-gnu/bmoe.linux-x64-gnu.zen4.node' };
+
+  it("is resident's configuration run by the prebuilt addon (BMOE_NATIVE_PATH), named by its variant, and brings resident along", () => {
+    const rows = targetRows(100, 200, 4, ['prebuilt', 'stream0'], zen4);
+    expect(rows.map((r) => r.key)).toEqual(['resident', 'prebuilt', 'stream0']);
+    const [resident, pre] = rows;
+    expect(pre?.name).toBe('resident, prebuilt linux-x64-gnu.zen4 (repack off, no limit)');
+    expect(pre?.args).toEqual(resident?.args);
+    expect(pre?.limited).toBe(false);
+    expect(pre?.env).toEqual({ BMOE_NATIVE_PATH: zen4.file });
+    expect(resident?.env).toBeUndefined();
+    // Without a prebuilt installed the row is still listed (it fails saying how to build one).
+    const none = targetRows(100, 200, 4, ['prebuilt'], null).find((r) => r.key === 'prebuilt');
+    expect(none?.name).toBe('resident, prebuilt (none installed) (repack off, no limit)');
+    expect(none?.env).toBeUndefined();
+  });
+
+  it('without a prebuilt, fails in one line saying how to build one', () => {
+    expect(hostPrebuiltTarget('linux', 'x64')).toBe('linux-x64-gnu');
+    expect(hostPrebuiltTarget('linux', 'arm64')).toBe('linux-arm64-gnu');
+    expect(hostPrebuiltTarget('android', 'arm64')).toBe('android-arm64');
+    const e = noPrebuiltError('linux-x64-gnu');
+    expect(e).toContain('`node packages/core-native/scripts/build-target.mjs linux-x64-gnu`');
+    expect(e.split('\n')).toHaveLength(1);
+  });
+
+  it("summarises interleaved rounds by the round nearest the median", () => {
+    expect(medianRound([0.3, 0.1, 0.2])).toBe(2);
+    expect(medianRound([0.5])).toBe(0);
+    // Even count: the median falls between two rounds; the first of the nearest is taken.
+    expect(medianRound([0.1, 0.2, 0.3, 0.4])).toBe(1);
+  });
+
+  const row = (key: 'resident' | 'prebuilt', rounds: number[], name: string = key): RowResult => ({
+    key,
+    name,
+    limited: false,
+    ok: true,
+    roundSecondsPerToken: rounds,
+    summary: { ...summarize([]), secondsPerToken: rounds[medianRound(rounds)] ?? NaN, tokensPerSecond: 1 / (rounds[medianRound(rounds)] ?? NaN) },
+  });
+
+  it('compares native s/token with prebuilt s/token, each the median of its rounds, against 0.97', () => {
+    const name = 'resident, prebuilt linux-x64-gnu.zen4 (repack off, no limit)';
+    // One slow round on each side does not move the medians (0.100 and 0.102).
+    const met = prebuiltTarget([row('resident', [0.1, 0.15, 0.099]), row('prebuilt', [0.102, 0.101, 0.3], name)]);
+    expect(met?.[0]).toBe(`prebuilt/native decode rate (native s/token ÷ prebuilt s/token, medians of 3 interleaved rounds): ${name}`);
+    expect(met?.[1]).toBeCloseTo(0.1 / 0.102, 12);
+    expect(met?.slice(2)).toEqual(['≥ 0.97', true]);
+    const missed = prebuiltTarget([row('resident', [0.1, 0.1, 0.1]), row('prebuilt', [0.11, 0.11, 0.11], name)]);
+    expect(missed?.[1]).toBeCloseTo(0.1 / 0.11, 12);
+    expect(missed?.[3]).toBe(false);
+    // A failed prebuilt row (none installed) leaves the target out.
+    expect(prebuiltTarget([row('resident', [0.1]), { key: 'prebuilt', name, limited: false, ok: false, error: noPrebuiltError('linux-x64-gnu') }])).toBeUndefined();
+  });
+
+  it('reports the target, the failure line and every round', async () => {
+    const header = await inspectModel(single);
+    const o: TargetsOptions = { model: single, memLimitGiB: 2, n: 8, threads: 2, cacheMb: 100, lanes: 4, dropCaches: false, prompt: 'x', bmoe: [], log: () => undefined };
+    const name = 'resident, prebuilt linux-x64-gnu.zen4 (repack off, no limit)';
+    const report = targetsReport({ header, rows: [row('resident', [0.1, 0.1, 0.1], 'resident (repack off, no limit)'), row('prebuilt', [0.1, 0.1, 0.1], name)] }, o);
+    expect(report).toContain(`| prebuilt/native decode rate (native s/token ÷ prebuilt s/token, medians of 3 interleaved rounds): ${name} | 1.000 | ≥ 0.97 | met |`);
+    expect(report).toContain(`Interleaved rounds, decode s/token (the table shows each row's median round): resident (repack off, no limit): 0.1000, 0.1000, 0.1000; ${name}: 0.1000, 0.1000, 0.1000.`);
+    const failed = targetsReport({ header, rows: [row('resident', [0.1]), { key: 'prebuilt', name, limited: false, ok: false, error: noPrebuiltError('linux-x64-gnu') }] }, o);
+    expect(failed).toContain(`| ${name} | ${noPrebuiltError('linux-x64-gnu')} |`);
+    expect(failed).not.toContain('prebuilt/native decode rate');
   });
 });
 

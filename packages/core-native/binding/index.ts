@@ -1,38 +1,47 @@
 // Loads the native addon. Order (binding/select.ts): BMOE_NATIVE_PATH (a .node file you built,
 // then the only candidate); else this checkout's build (build/Release/bmoe.node), the prebuilt
 // platform package (@bmoe/core-native-linux-x64-gnu, -linux-arm64-gnu, -android-arm64), and the
-// wasm32-wasi package as the fallback. BMOE_FORCE_WASM=1 loads only the wasm build. When nothing
-// loads, the one-line error lists every candidate and why it failed.
+// wasm32-wasi package as the fallback. From a platform package the addon of the best CPU variant
+// /proc/cpuinfo allows is loaded (cpu-variants.json, selectVariant); BMOE_CPU_VARIANT=<name> forces
+// one (and makes that package the only candidate). BMOE_FORCE_WASM=1 loads only the wasm build.
+// When nothing loads, the one-line error lists every candidate and why it failed.
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NativeBinding } from './types.js';
 import {
+  CPU_VARIANTS,
   ENV_FORCE_WASM,
   envFlag,
   isWasmCandidate,
-  missingCpuFeatures,
   platformPackageName as packageFor,
   platformTarget,
   selectCandidates,
+  selectVariant,
   type LoaderHost,
 } from './select.js';
 
 export type * from './types.js';
 export {
-  BASELINE_FEATURES,
+  CPU_VARIANTS,
+  ENV_CPU_VARIANT,
   ENV_FORCE_WASM,
   ENV_NATIVE_PATH,
   PREBUILT_TARGETS,
   WASM_PACKAGE,
+  cpuFeatures,
   isWasmCandidate,
-  missingCpuFeatures,
+  missingFeatures,
   platformTarget,
   selectCandidates,
+  selectVariant,
+  variantFile,
+  type CpuVariant,
   type LoaderHost,
   type LocalBuilds,
   type PrebuiltTarget,
+  type VariantChoice,
 } from './select.js';
 
 const require = createRequire(import.meta.url);
@@ -46,6 +55,8 @@ export interface BindingSource {
   file: string;
   /** True for the wasm32-wasi build. */
   wasm: boolean;
+  /** The CPU variant (cpu-variants.json) of a prebuilt platform package's addon; undefined for a local build or wasm. */
+  variant?: string;
   /** Earlier candidates and why each failed ("<candidate>: <reason>"). */
   failed: string[];
 }
@@ -85,25 +96,85 @@ export function bindingCandidates(host: LoaderHost = currentHost()): string[] {
   });
 }
 
+/** The installed platform package's folder, or undefined when it is not installed. */
+function packageDir(pkg: string): string | undefined {
+  try {
+    return dirname(require.resolve(`${pkg}/package.json`));
+  } catch {
+    return undefined;
+  }
+}
+
+/** A prebuilt addon the loader would load: its target, CPU variant and file. */
+export interface PrebuiltBinary {
+  /** napi-rs target: linux-x64-gnu, linux-arm64-gnu, android-arm64. */
+  target: string;
+  /** CPU variant (cpu-variants.json): zen4, haswell, dotprod, ... */
+  variant: string;
+  /** Absolute path of the addon inside the installed platform package. */
+  file: string;
+}
+
+/**
+ * Where the platform package's addon is for `host`: the variant selectVariant() picks from this
+ * machine's /proc/cpuinfo (or BMOE_CPU_VARIANT), in the installed package. A string is why it
+ * cannot load; undefined for a target without CPU variants (its package is then resolved by name).
+ */
+function locatePrebuilt(host: LoaderHost): PrebuiltBinary | string | undefined {
+  const target = platformTarget(host);
+  if (!CPU_VARIANTS[target]) return undefined;
+  const choice = selectVariant(target, readCpuinfo(), host.env);
+  if (choice.refused !== undefined) return choice.refused;
+  const dir = packageDir(packageFor(host));
+  if (!dir) return 'not installed';
+  const file = join(dir, choice.file);
+  if (!existsSync(file)) return `${choice.file} (CPU variant ${choice.variant.variant}) is not in the package`;
+  return { target, variant: choice.variant.variant, file };
+}
+
+/**
+ * The installed platform package's addon the loader would pick on this machine ({ target,
+ * variant, file }), whether or not something else (a checkout's build, BMOE_NATIVE_PATH) loads
+ * first; undefined when the package or that variant's file is absent, or no variant fits this CPU.
+ * The bench runs it (BMOE_NATIVE_PATH=file) to compare the prebuilt with a native build.
+ */
+export function prebuiltBinary(host: LoaderHost = currentHost()): PrebuiltBinary | undefined {
+  const found = locatePrebuilt(host);
+  return typeof found === 'object' ? found : undefined;
+}
+
 function firstLine(e: unknown): string {
   return (e instanceof Error ? e.message : String(e)).split('\n')[0] ?? '';
 }
 
+/** What `loadFirst`'s precheck says of a candidate: refuse it (the reason), load a given file, or resolve it as usual (undefined). */
+export type Precheck = string | { file: string; variant?: string } | undefined;
+
 /**
  * Tries `candidates` in order (files by path, packages by name) and returns the first that loads,
  * with what failed before it; throws one line naming every candidate and its failure.
- * `precheck` may refuse a candidate before it is loaded (returns the reason).
+ * `precheck` may refuse a candidate before it is loaded (returns the reason), or name the file
+ * to load for it (a platform package's CPU variant).
  */
 export function loadFirst(
   candidates: readonly string[],
-  precheck: (candidate: string) => string | undefined = () => undefined,
+  precheck: (candidate: string) => Precheck = () => undefined,
 ): { binding: NativeBinding; source: BindingSource } {
   const failed: string[] = [];
   for (const candidate of candidates) {
-    const refused = precheck(candidate);
-    if (refused) {
-      failed.push(`${candidate}: ${refused}`);
+    const checked = precheck(candidate);
+    if (typeof checked === 'string') {
+      failed.push(`${candidate}: ${checked}`);
       continue;
+    }
+    if (checked) {
+      try {
+        const binding = require(checked.file) as NativeBinding;
+        return { binding, source: { candidate, file: checked.file, wasm: false, variant: checked.variant, failed } };
+      } catch (e) {
+        failed.push(`${candidate}: ${firstLine(e)}`);
+        continue;
+      }
     }
     const isFile = isAbsolute(candidate);
     if (isFile && !existsSync(candidate)) {
@@ -144,10 +215,11 @@ export function loadBinding(): NativeBinding {
   defaultOmpWaitPolicy();
   const host = currentHost();
   cached = loadFirst(bindingCandidates(host), (candidate) => {
-    // A prebuilt platform package needs its CPU baseline (a local build was made for this machine).
+    // A prebuilt platform package: the addon of the best CPU variant this CPU has (a local build
+    // was made for this machine and loads as it is).
     if (candidate !== packageFor(host)) return undefined;
-    const missing = missingCpuFeatures(platformTarget(host), readCpuinfo());
-    return missing.length > 0 ? `this CPU lacks ${missing.join(', ')} (the prebuilt's baseline; build from source or use the wasm build)` : undefined;
+    const found = locatePrebuilt(host);
+    return typeof found === 'object' ? { file: found.file, variant: found.variant } : found;
   });
   const { source } = cached;
   if (source.wasm && !envFlag(host.env[ENV_FORCE_WASM])) {

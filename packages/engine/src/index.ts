@@ -17,7 +17,7 @@ export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, Resol
 export { defaultThreads } from './options.js';
 export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo, type ModelShardInfo } from './inspect.js';
 export { isNativeAvailable } from './native.js';
-export { llamaToolPath, nativeBuild, readCeiling, type NativeBuild, type ReadCeiling, type ReadCeilingOptions } from './native-tools.js';
+export { llamaToolPath, nativeBuild, prebuiltBinary, readCeiling, type NativeBuild, type PrebuiltBinary, type ReadCeiling, type ReadCeilingOptions } from './native-tools.js';
 export {
   readMemAvailableBytes,
   readDeviceSensors,

@@ -3,7 +3,7 @@
 // tools (the reference the identity tests and the bench compare against). Packages above the
 // engine reach native code only through loadModel() and these.
 import type { NativeReadCeilingParams } from '@bmoe/core-native';
-import { bindingSource, llamaToolPath as coreToolPath } from '@bmoe/core-native';
+import { bindingSource, llamaToolPath as coreToolPath, prebuiltBinary as corePrebuiltBinary } from '@bmoe/core-native';
 import { nativeBinding } from './native.js';
 
 /** The native binary this process loaded, and the llama.cpp it was built from. */
@@ -18,6 +18,7 @@ export interface NativeBuild {
   failed: string[];
   llamaCommit: string;
   system: string;
+  /** What the addon was compiled for: `native` for a build from source, `<target>.<variant>` for a prebuilt (linux-x64-gnu.zen4). */
   variant: string;
   /** Patch 0002 is in: `overlap` is available. */
   overlapSupported: boolean;
@@ -28,6 +29,26 @@ export async function nativeBuild(): Promise<NativeBuild> {
   const binding = await nativeBinding();
   const { candidate, file, wasm, failed } = bindingSource();
   return { candidate, file, wasm, failed: [...failed], ...binding.buildInfo() };
+}
+
+/** A prebuilt addon of the installed platform package (core-native's prebuiltBinary). */
+export interface PrebuiltBinary {
+  /** napi-rs target: linux-x64-gnu, linux-arm64-gnu, android-arm64. */
+  target: string;
+  /** CPU variant (core-native's cpu-variants.json): zen4, skylakex, haswell, sse42, i8mm, dotprod, armv8-a. */
+  variant: string;
+  /** Absolute path of the addon; `BMOE_NATIVE_PATH=<file>` makes a process load it. */
+  file: string;
+}
+
+/**
+ * The installed platform package's addon the loader would pick on this machine (the best CPU
+ * variant /proc/cpuinfo allows, or BMOE_CPU_VARIANT's), whether or not a checkout's build loads
+ * first; null when the package or that file is absent. Loads nothing.
+ */
+export function prebuiltBinary(): PrebuiltBinary | null {
+  const found = corePrebuiltBinary();
+  return found ? { target: found.target, variant: found.variant, file: found.file } : null;
 }
 
 /** What readCeiling() reads, with its defaults (core-native's NativeReadCeilingParams). */
