@@ -20,6 +20,9 @@ set(BMOE_FEATURE_DEFS "")
 if (BMOE_GGML_CPU_H MATCHES "ggml_cpu_set_mul_mat_id_hook")
     list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_MMID_HOOK)
 endif()
+if (BMOE_GGML_CPU_H MATCHES "ggml_cpu_repack_expert")
+    list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_REPACK_EXPERT)
+endif()
 if (BMOE_LLAMA_H MATCHES "cold_tensors")
     list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_COLD_TENSORS)
 endif()
@@ -28,7 +31,8 @@ add_library(bmoe_policy STATIC
     src/cache/cache_policy.cpp
     src/cache/cache_budget.cpp
     src/stream/stream_config.cpp
-    src/stream/route_select.cpp)
+    src/stream/route_select.cpp
+    src/stream/overlap_choice.cpp)
 target_include_directories(bmoe_policy PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 
 add_library(bmoe_runtime STATIC
@@ -65,8 +69,11 @@ add_library(bmoe SHARED
     ${CMAKE_JS_SRC})
 set_target_properties(bmoe PROPERTIES PREFIX "" SUFFIX ".node" CXX_VISIBILITY_PRESET hidden)
 target_include_directories(bmoe PRIVATE ${CMAKE_JS_INC} ${BMOE_NAPI_INC})
+# BMOE_VARIANT: which prebuilt CPU variant this is (<target>.<variant>, cpu-variants.json; set by
+# scripts/build-target.mjs); buildInfo().variant reports it, "native" for a build from source.
+set(BMOE_VARIANT "native" CACHE STRING "the prebuilt CPU variant this addon is (buildInfo().variant)")
 target_compile_definitions(bmoe PRIVATE NAPI_VERSION=8 NAPI_CPP_EXCEPTIONS NODE_ADDON_API_DISABLE_DEPRECATED
-                                        BMOE_LLAMA_COMMIT="${BMOE_LLAMA_COMMIT}")
+                                        BMOE_LLAMA_COMMIT="${BMOE_LLAMA_COMMIT}" BMOE_VARIANT="${BMOE_VARIANT}")
 target_link_libraries(bmoe PRIVATE bmoe_runtime ${CMAKE_JS_LIB})
 if (NOT APPLE)
     target_link_options(bmoe PRIVATE -Wl,--exclude-libs,ALL)
@@ -86,4 +93,7 @@ add_test(NAME meminfo COMMAND test_meminfo)
 add_executable(test_route_select test/cpp/test_route_select.cpp)
 target_link_libraries(test_route_select PRIVATE bmoe_policy)
 add_test(NAME route_select COMMAND test_route_select)
-add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select)
+add_executable(test_overlap_choice test/cpp/test_overlap_choice.cpp)
+target_link_libraries(test_overlap_choice PRIVATE bmoe_policy)
+add_test(NAME overlap_choice COMMAND test_overlap_choice)
+add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select test_overlap_choice)

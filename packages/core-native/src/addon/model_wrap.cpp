@@ -142,6 +142,9 @@ Napi::Value model_wrap::stream_info(const Napi::CallbackInfo & info) {
     o.Set("topK", s.top_k);
     o.Set("ioThreads", s.io_threads);
     o.Set("overlap", s.overlap);
+    o.Set("overlapMode", s.overlap_setting);
+    o.Set("overlapSerialMs", s.overlap_serial_ms);
+    o.Set("overlapOverlapMs", s.overlap_overlap_ms);
     o.Set("warning", s.warning);
     o.Set("totalHits", (double) s.total_hits);
     o.Set("totalMisses", (double) s.total_misses);

@@ -253,9 +253,17 @@ inline stream_config read_stream_config(js_reader & r, const Napi::Object & s) {
     }
     c.cache_ceil_mb = (uint64_t) r.integer(s, "cacheCeilMb", 0, 0, 1ll << 24);
     c.io_threads    = (int32_t) r.integer(s, "ioThreads", 4, 1, 64);
-    c.overlap       = r.boolean(s, "overlap", false);
+    // overlap: true / false forces it; "auto" (the default) measures both ways (overlap_choice.h).
+    Napi::Value ov = s.Get("overlap");
+    if (ov.IsString() && ov.As<Napi::String>().Utf8Value() == "auto") {
+        c.overlap = overlap_mode::automatic;
+    } else if (ov.IsUndefined()) {
+        c.overlap = overlap_mode::automatic;
+    } else {
+        c.overlap = r.boolean(s, "overlap", false) ? overlap_mode::on : overlap_mode::off;
+    }
     c.prefetch      = (int32_t) r.integer(s, "prefetch", 0, 0, 64);
-    c.route_ahead   = r.boolean(s, "routeAhead", false);
+    c.route_ahead   = r.boolean(s, "routeAhead", true);
     c.odirect       = r.boolean(s, "odirect", true);
     c.force_cache   = r.boolean(s, "forceCache", false);
     const std::string dw = r.string(s, "denseWeights", "mmap");

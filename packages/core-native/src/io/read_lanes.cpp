@@ -153,6 +153,7 @@ bool read_lanes::read_range(int32_t file, int fd, uint8_t * dst, uint64_t off, u
 
 void read_lanes::lane_main(int idx) {
     const int * lane_fds = fds.data() + (size_t) idx * paths.size();
+    std::vector<uint8_t> scratch; // this lane's copy for in-place conversions
     for (;;) {
         read_task t;
         {
@@ -180,6 +181,15 @@ void read_lanes::lane_main(int idx) {
             err = std::string("mapping an expert cache slot: ") + std::strerror(errno) + (errno == ENOMEM ? " (vm.max_map_count reached?)" : "");
         }
         ok = ok && read_range(t.file, lane_fds[t.file], t.dst, t.file_off, t.len, err);
+        if (ok && t.convert_len > 0) {
+            if (scratch.size() < t.convert_len) scratch.resize(t.convert_len);
+            std::memcpy(scratch.data(), t.dst + t.convert_off, t.convert_len);
+            if (!convert || !convert(t.convert_arg, t.dst + t.convert_off, scratch.data(), t.convert_len)) {
+                ok  = false;
+                err = paths[(size_t) t.file] + ": converting " + std::to_string(t.convert_len) + " bytes read at offset " +
+                      std::to_string(t.file_off) + " into the repacked layout failed";
+            }
+        }
         busy_ns += (uint64_t) std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
         if (ok) {
             bytes_read += t.len;

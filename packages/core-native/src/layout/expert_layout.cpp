@@ -88,6 +88,10 @@ void add_file(expert_layout & L, const model_file & f, int32_t shard) {
         t.file_offset = off;
         t.bytes       = size;
         t.slice_bytes = size / (uint64_t) L.n_expert;
+        t.type        = (int32_t) gguf_get_tensor_type(g, i);
+        if (const ggml_tensor * d = f.meta ? ggml_get_tensor(f.meta.get(), name.c_str()) : nullptr) {
+            for (int k = 0; k < 3; k++) t.ne[k] = d->ne[k];
+        }
         sh.expert_bytes += size;
         L.tensors.push_back(std::move(t));
     }

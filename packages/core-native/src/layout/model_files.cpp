@@ -42,8 +42,10 @@ model_file open_one(const std::string & path, const std::string & what) {
     model_file f;
     f.path      = path;
     f.file_size = (uint64_t) st.st_size;
-    gguf_init_params params{ /*no_alloc*/ true, /*ctx*/ nullptr };
+    ggml_context * meta = nullptr;
+    gguf_init_params params{ /*no_alloc*/ true, /*ctx*/ &meta };
     f.header.reset(gguf_init_from_file(path.c_str(), params));
+    f.meta.reset(meta);
     if (!f.header) {
         throw std::runtime_error(path + ": not a readable GGUF file" + (what.empty() ? "" : " (" + what + ")"));
     }

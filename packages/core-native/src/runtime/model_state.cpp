@@ -43,14 +43,15 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
         throw std::runtime_error(p.path + ": not a regular file");
     }
 
-    // Streaming reads the expert tensors at their mapped addresses: it needs the file mapped and
-    // the experts in their file layout (repacking copies them out of the mapping).
+    // Streaming reads the expert tensors into slots by their file offsets and needs the file mapped
+    // (dense weights stay in the mapping). With --repack, llama.cpp places the repackable experts in
+    // its CPU_REPACK buffer, which the loader leaves unfilled (cold tensors, patch 0003) and the
+    // streamer fills expert by expert, converted as they are read.
     expert_layout layout;
     if (p.stream.enabled) {
         const std::string bad = stream_config_validate(p.stream);
         if (!bad.empty()) throw std::runtime_error(bad);
         if (!p.use_mmap) throw std::runtime_error("--moe-stream needs the model mapped (useMmap)");
-        if (p.repack) throw std::runtime_error("--moe-stream cannot be combined with repacking: repacked experts leave the mapping");
         layout = expert_layout_read(p.path);
     }
 
@@ -92,7 +93,9 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
         }
         std::vector<uint8_t *> bases;
         for (const auto & sh : layout.shards) bases.push_back(find_mapping_base(sh.path));
-        st_ptr->stream = std::make_unique<streamer>(p.stream, layout, bases, top_k);
+        stream_config sc = p.stream;
+        sc.repack = p.repack; // experts cached repacked, converted as they are read (llama.cpp's CPU_REPACK layout)
+        st_ptr->stream = std::make_unique<streamer>(sc, layout, bases, top_k);
     }
     // After the streamer: its expert memory no longer maps the files, only the rest is guarded.
     if (p.use_mmap) {

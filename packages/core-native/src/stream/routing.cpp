@@ -72,6 +72,7 @@ void streamer::route_layer(int32_t layer, const ggml_tensor * ids) {
             need[(size_t) e] = 1;
         }
     }
+    decode_tokens = std::max(decode_tokens, (int32_t) n_tok);
     std::vector<int32_t> experts;
     for (int32_t e = 0; e < layout.n_expert; e++) if (need[(size_t) e]) experts.push_back(e);
     if (cfg.route_ahead) score_ahead(layer, need);
@@ -99,7 +100,7 @@ void streamer::route_layer(int32_t layer, const ggml_tensor * ids) {
     if (cfg.route_ahead && n_tok == 1) {
         route_ahead_after(layer, ids);
     }
-    if (cfg.overlap) {
+    if (overlap_now) {
         return; // mul_mat_id waits per expert
     }
     // Serial: every routed slice, including hits still arriving from a prefetch.
@@ -192,6 +193,12 @@ bool streamer::load_unit(const expert_key & key, std::vector<std::vector<read_ta
             t.dst      = pool.addr(s, j);
             t.file_off = sp.read_off;
             t.len      = (uint64_t) (sp.read_hi - sp.read_lo);
+            if (lt[j]->repacked) {
+                // Converted by the lane into llama.cpp's repacked layout, where the expert's bytes sit.
+                t.convert_off = (uint64_t) (sp.addr - sp.read_lo);
+                t.convert_len = lt[j]->slice_bytes;
+                t.convert_arg = lt[j];
+            }
             by_proj[j].push_back(t);
             continue;
         }

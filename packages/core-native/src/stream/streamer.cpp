@@ -4,6 +4,7 @@
 #include "bmoe/sys/meminfo.h"
 #include "bmoe/sys/proc_stats.h"
 
+#include "ggml-backend.h"
 #include "ggml-cpu.h"
 
 #include <fcntl.h>
@@ -32,6 +33,14 @@ const void * mmid_hook(const ggml_tensor * weights, int32_t expert, int ith, voi
         }
     }
     return nullptr;
+}
+#endif
+
+#ifdef BMOE_HAVE_REPACK_EXPERT
+// read_lanes::convert for --repack: one expert slice, file layout → llama.cpp's repacked layout.
+bool repack_slice(const void * arg, uint8_t * data, const uint8_t * copy, uint64_t len) {
+    const expert_tensor & t = *static_cast<const expert_tensor *>(arg);
+    return len == t.slice_bytes && ggml_cpu_repack_expert((ggml_type) t.type, t.ne[0], t.ne[1], t.ne[2], data, copy);
 }
 #endif
 
@@ -70,11 +79,28 @@ void streamer_unregister(streamer * s) {
 
 streamer::streamer(const stream_config & c, const expert_layout & L, const std::vector<uint8_t *> & mapping_bases, int32_t n_expert_used)
     : cfg(c), layout(L), top_k(n_expert_used) {
-    if (cfg.overlap && !streamer_overlap_supported()) {
+    if (cfg.overlap == overlap_mode::on && !streamer_overlap_supported()) {
         throw std::runtime_error("--overlap needs the per-expert wait point in ggml-cpu (patch 0002), which this build lacks");
     }
+    // auto without the wait point can only be serial.
+    overlap_pick = overlap_choice(streamer_overlap_supported() ? cfg.overlap : overlap_mode::off);
     if (top_k <= 0 || top_k > layout.n_expert) {
         throw std::runtime_error("experts used per token must be between 1 and " + std::to_string(layout.n_expert) + ", got " + std::to_string(top_k));
+    }
+    if (cfg.repack) {
+        // Repacked experts live in llama.cpp's CPU_REPACK buffer, not the mapping: they can only be
+        // streamed into slots that mul_mat_id is pointed at (redirect mode), converted on read.
+#ifdef BMOE_HAVE_REPACK_EXPERT
+        const char * canon = std::getenv("BMOE_STREAM_CANONICAL");
+        if (!streamer_overlap_supported() || (canon && *canon && *canon != '0')) {
+            throw std::runtime_error("--repack with --moe-stream needs mul_mat_id's wait point (patch 0002) and slots (BMOE_STREAM_CANONICAL unset)");
+        }
+        for (auto & t : layout.tensors) {
+            t.repacked = ggml_cpu_repack_expert((ggml_type) t.type, t.ne[0], t.ne[1], t.ne[2], nullptr, nullptr);
+        }
+#else
+        throw std::runtime_error("--repack with --moe-stream needs ggml_cpu_repack_expert (patch 0003), which this build lacks");
+#endif
     }
     open_files(mapping_bases);
     index_tensors();
@@ -93,6 +119,9 @@ streamer::streamer(const stream_config & c, const expert_layout & L, const std::
     std::vector<std::string> paths;
     for (const auto & sh : layout.shards) paths.push_back(sh.path);
     lanes = std::make_unique<read_lanes>(paths, cfg.io_threads, cfg.odirect);
+#ifdef BMOE_HAVE_REPACK_EXPERT
+    lanes->convert = repack_slice;
+#endif
     if (!lanes->warning.empty()) warning = lanes->warning;
     streamer_register(this);
 }
@@ -128,9 +157,10 @@ void streamer::index_tensors() {
                                      " but the model has " + std::to_string(layout.n_layer));
         }
         layer_tensors[(size_t) t.layer].push_back(&t);
+        if (t.repacked) continue; // not in the mapping: learned at its first mul_mat_id (learn_repacked)
         uint8_t * lo = mem.addr(t, t.file_offset);
         uint8_t * hi = lo + t.bytes;
-        if (i == 0 || t.shard != layout.tensors[i - 1].shard) {
+        if (regions.empty() || i == 0 || t.shard != layout.tensors[i - 1].shard || layout.tensors[i - 1].repacked) {
             regions.emplace_back(lo, hi);
         } else {
             regions.back().second = hi;
@@ -140,6 +170,7 @@ void streamer::index_tensors() {
     for (size_t l = 0; l < layer_tensors.size(); l++) {
         for (size_t j = 0; j < layer_tensors[l].size(); j++) {
             const expert_tensor & t = *layer_tensors[l][j];
+            if (t.repacked) continue;
             tensor_index.push_back({ mem.addr(t, t.file_offset), { (int32_t) l, (int32_t) j } });
         }
     }
@@ -210,7 +241,10 @@ stream_info streamer::info() const {
     i.dense_bytes       = layout.dense_bytes;
     i.top_k             = top_k;
     i.io_threads        = cfg.io_threads;
-    i.overlap           = cfg.overlap;
+    i.overlap           = overlap_pick.chosen();
+    i.overlap_setting   = cfg.overlap == overlap_mode::on ? "on" : cfg.overlap == overlap_mode::off ? "off" : "auto";
+    i.overlap_serial_ms  = overlap_pick.serial_median_ms();
+    i.overlap_overlap_ms = overlap_pick.overlap_median_ms();
     i.warning           = warning;
     i.total_hits        = total_hits;
     i.total_misses      = total_misses;
@@ -246,6 +280,8 @@ void streamer::begin_decode(std::atomic<bool> * abort) {
     bytes0 = lanes->bytes_read.load();
     busy0  = lanes->busy_ns.load();
     current_layer = -1;
+    decode_tokens = 0;
+    overlap_now   = overlap_pick.next();
     {
         std::lock_guard<std::mutex> lock(err_mu);
         err.clear();
@@ -276,7 +312,7 @@ void streamer::end_decode(token_metrics & m) {
     mgmt_ms += now_ms() - t0;
     // Waiting for a victim's read is I/O on the decode thread: serial I/O, or an overlap stall.
     mgmt_ms = std::max(0.0, mgmt_ms - evict_wait_ms);
-    (cfg.overlap ? stall_ms : io_wait_ms) += evict_wait_ms;
+    (overlap_now ? stall_ms : io_wait_ms) += evict_wait_ms;
     total_hits += hits;
     total_misses += misses;
     m.prefetch_issued      = pf_issued;
@@ -290,7 +326,9 @@ void streamer::end_decode(token_metrics & m) {
     m.expert_misses        = misses;
     m.mgmt_ms              = mgmt_ms;
     m.cache_resident_bytes = resident_bytes();
-    if (cfg.overlap) {
+    m.overlapped           = overlap_now ? 1 : 0;
+    overlap_pick.record(overlap_now, decode_tokens == 1, m.wall_ms);
+    if (overlap_now) {
         m.io_ms    = (double) (lanes->busy_ns.load() - busy0) / 1e6;
         m.stall_ms = stall_ms;
         m.compute_ms = std::max(0.0, m.wall_ms - stall_ms - mgmt_ms);
@@ -301,10 +339,38 @@ void streamer::end_decode(token_metrics & m) {
     abort_flag = nullptr;
 }
 
+bool streamer::learn_repacked(const ggml_tensor * w) {
+    const ggml_tensor * root = w;
+    while (root->view_src) root = root->view_src;
+    int32_t layer = -1;
+    expert_proj proj;
+    if (!expert_tensor_name(root->name, &layer, &proj)) return true; // not an expert tensor: not ours
+    if (layer < 0 || layer >= layout.n_layer) return true;
+    const auto & lt = layer_tensors[(size_t) layer];
+    for (size_t j = 0; j < lt.size(); j++) {
+        if (lt[j]->name != root->name) continue;
+        const char * buft = root->buffer ? ggml_backend_buft_name(ggml_backend_buffer_get_type(root->buffer)) : "none";
+        if (!lt[j]->repacked || std::strcmp(buft, "CPU_REPACK") != 0 || w->data != root->data) {
+            fail(std::string("expert tensor ") + root->name + " is in buffer " + buft + (lt[j]->repacked ? " but was expected repacked (CPU_REPACK)" : " but was expected in the mapping") +
+                 "; refusing to stream it");
+            return false;
+        }
+        uint8_t * lo = (uint8_t *) root->data;
+        regions.emplace_back(lo, lo + ggml_nbytes(root));
+        const auto key = std::make_pair((const void *) lo, std::make_pair((int32_t) layer, (int32_t) j));
+        tensor_index.insert(std::upper_bound(tensor_index.begin(), tensor_index.end(), key), key);
+        return true;
+    }
+    return true;
+}
+
 bool streamer::on_eval(ggml_tensor * t, bool ask) {
     static constexpr char ROUTING[] = "ffn_moe_topk-";
     const bool routing = std::strncmp(t->name, ROUTING, sizeof(ROUTING) - 1) == 0;
     if (ask) {
+        if (cfg.repack && t->op == GGML_OP_MUL_MAT_ID && t->src[0] && !owns(t->src[0]->data) && !learn_repacked(t->src[0])) {
+            return routing;
+        }
         if (t->op == GGML_OP_MUL_MAT_ID && t->src[0] && owns(t->src[0]->data)) {
             // An expert matmul: its weights must be ours, at the address we rebound, and this
             // layer's routing must have been observed just before it.

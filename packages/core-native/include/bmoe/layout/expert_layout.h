@@ -20,6 +20,9 @@ struct expert_tensor {
     uint64_t    file_offset = 0;  // absolute offset of the tensor data in its shard's file
     uint64_t    bytes       = 0;
     uint64_t    slice_bytes = 0;  // one expert: bytes / n_expert (contiguous, nb[2])
+    int32_t     type        = 0;  // ggml_type
+    int64_t     ne[3]       = { 0, 0, 0 };  // [row length, rows per expert, experts]
+    bool        repacked    = false;  // held in llama.cpp's CPU_REPACK layout (--repack; set by the streamer)
 };
 
 // One file of the model (the whole model unless it is split).

@@ -6,6 +6,7 @@
 #include "bmoe/cache/cache_policy.h"
 #include "bmoe/io/read_lanes.h"
 #include "bmoe/stream/decode_observer.h"
+#include "bmoe/stream/overlap_choice.h"
 #include "bmoe/stream/route_ahead.h"
 #include "bmoe/vm/expert_memory.h"
 #include "bmoe/vm/slot_pool.h"
@@ -31,7 +32,10 @@ struct stream_info {
     uint64_t    dense_bytes       = 0;
     int32_t     top_k             = 0;
     int32_t     io_threads        = 0;
-    bool        overlap           = false;
+    bool        overlap           = false;  // reads overlapped with compute: forced on, or auto chose it last
+    std::string overlap_setting;            // "on", "off" or "auto"
+    double      overlap_serial_ms  = 0;     // auto: the last probe's medians per one-token decode
+    double      overlap_overlap_ms = 0;
     std::string warning;                // e.g. O_DIRECT refused, auto fell back to no cache
     uint64_t    total_hits        = 0;
     uint64_t    total_misses      = 0;
@@ -71,6 +75,9 @@ struct streamer : decode_observer {
     void setup_memory();
     void size_cache();
     bool on_eval(ggml_tensor * t, bool ask);
+    // --repack: learns where llama.cpp put a repacked expert tensor (its CPU_REPACK buffer), the
+    // first time a mul_mat_id reads it. False (and fail()) when it is not one of ours.
+    bool learn_repacked(const ggml_tensor * w);
     // Residency (routing.cpp).
     void route_layer(int32_t layer, const ggml_tensor * ids);
     // Makes `key` resident in a slot (evicting as the policy says) and appends its reads.
@@ -103,6 +110,10 @@ struct streamer : decode_observer {
     // Redirect mode (patch 0002 present): experts live in fixed slots and mul_mat_id is told where;
     // otherwise they are mapped in place at their canonical addresses (expert_memory).
     bool            redirect = false;
+    // This decode's mode (--overlap, --no-overlap, or what auto measured), set in begin_decode.
+    overlap_choice  overlap_pick{ overlap_mode::off };
+    bool            overlap_now = false;
+    int32_t         decode_tokens = 0;   // the widest routing of this decode (1: a generated token)
     uint64_t        total_hits = 0, total_misses = 0;
 
     expert_memory                                   mem;
