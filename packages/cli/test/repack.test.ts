@@ -8,13 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findLlamaTool, runLlamaCompletion } from '../src/llama-tools.js';
-import { lines, runCli } from './helpers.js';
+import { greedyLogits, lines, runCli } from './helpers.js';
 
 const PROMPT = 'The quick brown fox';
 
 describe('--repack', () => {
   let dir: string;
   let model: string;
+  let gptOss: string; // MXFP4 experts (ggml's mxfp4 8x8 layout)
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bmoe-cli-repack-'));
@@ -22,6 +23,9 @@ describe('--repack', () => {
     model = join(dir, 'tiny-qwen3moe.gguf');
     const r = await runCli(['make-model', '--preset', 'tiny-qwen3moe', '--out', model], { timeoutMs: 300_000 });
     if (r.code !== 0) throw new Error(`make-model failed: ${r.stderr}`);
+    gptOss = join(dir, 'tiny-gpt-oss.gguf');
+    const g = await runCli(['make-model', '--preset', 'tiny-gpt-oss', '--out', gptOss], { timeoutMs: 300_000 });
+    if (g.code !== 0) throw new Error(`make-model failed: ${g.stderr}`);
   });
 
   afterAll(async () => {
@@ -41,6 +45,35 @@ describe('--repack', () => {
     expect({ code: r.code, signal: r.signal }).toEqual({ code: 0, signal: null });
     const done = lines(r.stdout).map((l) => JSON.parse(l) as { type: string; text?: string }).find((e) => e.type === 'done');
     expect(expected.length).toBeGreaterThan(0);
+    expect(done?.text).toBe(expected);
+  });
+
+  it.each(['tiny-qwen3moe', 'tiny-gpt-oss'])('%s streamed with --repack: tokens and logits identical to the resident repacked run, at every cache size and mode', async (preset) => {
+    const file = preset === 'tiny-gpt-oss' ? gptOss : model;
+    const resident = await greedyLogits(file, { repack: true }, PROMPT, 24);
+    const plain = await greedyLogits(file, { repack: false }, PROMPT, 24);
+    // The repacked kernels round differently from the plain ones: were the experts not really
+    // computed repacked, the streamed logits below would equal `plain` instead.
+    expect(plain.logits.some((l, i) => !l.equals(resident.logits[i]!))).toBe(true);
+    const configs = [
+      { cacheMb: 0 },
+      { cacheMb: 1, forceCache: true },
+      { cacheMb: 64 },
+      { cacheMb: 0, overlap: true },
+      { cacheMb: 0, overlap: false, routeAhead: false },
+    ] as const;
+    for (const stream of configs) {
+      const s = await greedyLogits(file, { repack: true, stream: { moeStream: true, ...stream } }, PROMPT, 24);
+      expect(s.tokens, JSON.stringify(stream)).toEqual(resident.tokens);
+      expect(s.logits.every((l, i) => l.equals(resident.logits[i]!)), JSON.stringify(stream)).toBe(true);
+    }
+  });
+
+  it('bmoe run --moe-stream --repack prints the same text as llama-completion with repacking on', async () => {
+    const expected = await runLlamaCompletion({ model, prompt: PROMPT, nPredict: 32, threads: 2, repack: true });
+    const r = await runCli(['run', model, '-p', PROMPT, '-n', '32', '-t', '2', '--json', '--repack', '--moe-stream', '--cache-mb', '0']);
+    expect({ code: r.code, signal: r.signal, stderr: r.code === 0 ? '' : r.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+    const done = lines(r.stdout).map((l) => JSON.parse(l) as { type: string; text?: string }).find((e) => e.type === 'done');
     expect(done?.text).toBe(expected);
   });
 });

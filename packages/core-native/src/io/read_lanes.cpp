@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 namespace bmoe {
@@ -153,7 +155,10 @@ bool read_lanes::read_range(int32_t file, int fd, uint8_t * dst, uint64_t off, u
 
 void read_lanes::lane_main(int idx) {
     const int * lane_fds = fds.data() + (size_t) idx * paths.size();
-    std::vector<uint8_t> scratch; // this lane's copy for in-place conversions
+    // This lane's page-aligned buffer for reads that are converted (read_task::convert_*): the read
+    // lands here and the conversion writes the slot, one pass over the bytes instead of a copy first.
+    std::unique_ptr<uint8_t, decltype(&free)> scratch(nullptr, &free);
+    uint64_t scratch_len = 0;
     for (;;) {
         read_task t;
         {
@@ -180,11 +185,21 @@ void read_lanes::lane_main(int idx) {
             ok  = false;
             err = std::string("mapping an expert cache slot: ") + std::strerror(errno) + (errno == ENOMEM ? " (vm.max_map_count reached?)" : "");
         }
-        ok = ok && read_range(t.file, lane_fds[t.file], t.dst, t.file_off, t.len, err);
+        uint8_t * into = t.dst;
+        if (ok && t.convert_len > 0 && scratch_len < t.len) {
+            void * p = nullptr;
+            if (posix_memalign(&p, 4096, t.len) != 0) {
+                ok  = false;
+                err = "allocating " + std::to_string(t.len) + " bytes for a read lane's conversion buffer failed";
+            } else {
+                scratch.reset((uint8_t *) p);
+                scratch_len = t.len;
+            }
+        }
+        if (ok && t.convert_len > 0) into = scratch.get();
+        ok = ok && read_range(t.file, lane_fds[t.file], into, t.file_off, t.len, err);
         if (ok && t.convert_len > 0) {
-            if (scratch.size() < t.convert_len) scratch.resize(t.convert_len);
-            std::memcpy(scratch.data(), t.dst + t.convert_off, t.convert_len);
-            if (!convert || !convert(t.convert_arg, t.dst + t.convert_off, scratch.data(), t.convert_len)) {
+            if (!convert || !convert(t.convert_arg, t.dst + t.convert_off, into + t.convert_off, t.convert_len)) {
                 ok  = false;
                 err = paths[(size_t) t.file] + ": converting " + std::to_string(t.convert_len) + " bytes read at offset " +
                       std::to_string(t.file_off) + " into the repacked layout failed";

@@ -34,8 +34,8 @@ struct read_task {
     uint64_t      map_len  = 0;
     int64_t       map_off  = 0;
     int           map_fd   = -1;
-    // convert_len > 0: after the read, the lane rewrites [dst + convert_off, + convert_len) in
-    // place with read_lanes::convert (e.g. into llama.cpp's repacked layout), `convert_arg` its input.
+    // convert_len > 0: the read lands in the lane's own buffer and read_lanes::convert writes
+    // [dst + convert_off, + convert_len) from it (e.g. llama.cpp's repacked layout); `convert_arg` its input.
     uint64_t      convert_off = 0;
     uint64_t      convert_len = 0;
     const void *  convert_arg = nullptr;
@@ -60,8 +60,8 @@ struct read_lanes {
     // ABSENT; returns how many it dropped. A read a lane has started is left to finish.
     size_t cancel(slice_state * first, size_t n);
 
-    // In-place conversion of a read (read_task::convert_*): `data` is rewritten from `copy`, a copy
-    // of the same `len` bytes in the lane's scratch. Returns false when it cannot convert.
+    // Conversion of a read (read_task::convert_*): writes `len` bytes at `data` from `copy`, the same
+    // bytes as read, in the lane's buffer. Returns false when it cannot convert.
     using convert_fn = bool (*)(const void * arg, uint8_t * data, const uint8_t * copy, uint64_t len);
     convert_fn convert = nullptr;
 
