@@ -31,7 +31,7 @@ export interface TargetsOptions {
   rows?: readonly RowKey[];
   /** Tokens for the mmap baseline and llama-completion rows (hopeless far past RAM). Default: `n`. */
   baselineN?: number;
-  /** Interleaved rounds of the `resident` and `prebuilt` rows (each side's median decode s/token is compared). Default 3. */
+  /** Interleaved rounds of the `resident`/`prebuilt` and `repack`/`all-repack` pairs (each side's median is compared). Default 3. */
   rounds?: number;
   /** Per-row time limit, minutes. Default 30. */
   timeoutMin?: number;
@@ -42,8 +42,8 @@ export interface TargetsOptions {
 
 /** Row keys, in run order: `--rows` picks among them (`prebuilt` brings `resident`, its reference, along). */
 export const ROW_KEYS = [
-  'resident', 'prebuilt', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead',
-  'cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'prefetch', 'all',
+  'resident', 'prebuilt', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto',
+  'cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'cached-auto', 'prefetch', 'all', 'all-repack',
 ] as const;
 export type RowKey = (typeof ROW_KEYS)[number];
 
@@ -80,6 +80,8 @@ export interface RowResult {
   ceilingMiBps?: number;
   /** `resident` and `prebuilt` run in interleaved rounds: each round's decode s/token (the summary is the median round's). */
   roundSecondsPerToken?: number[];
+  /** `all-repack`: each round's 100 %-hit decode rate against the same round's `repack` run. */
+  roundFullHitRatios?: number[];
 }
 
 /** The `prebuilt` row's name: the variant it runs, e.g. "resident, prebuilt linux-x64-gnu.zen4 (repack off, no limit)". */
@@ -103,23 +105,30 @@ export function noPrebuiltError(target: string = hostPrebuiltTarget()): string {
  */
 export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, keys: readonly RowKey[] = ROW_KEYS, prebuilt?: PrebuiltBinary | null): Row[] {
   const s = ['--moe-stream', '--io-threads', String(lanes)];
+  const serial = ['--no-overlap'];
+  const noAhead = ['--no-route-ahead'];
   const want = keys.includes('prebuilt') ? [...keys, 'resident'] : keys;
   const rows: Row[] = [
     { key: 'resident', name: 'resident (repack off, no limit)', limited: false, args: [], csv: true },
     { key: 'prebuilt', name: prebuiltRowName(prebuilt), limited: false, args: [], ...(prebuilt ? { env: { BMOE_NATIVE_PATH: prebuilt.file } } : {}) },
-    { key: 'repack', name: 'resident (llama.cpp default: repack on, no limit)', limited: false, args: ['--repack'] },
+    { key: 'repack', name: 'resident (llama.cpp default: repack on, no limit)', limited: false, args: ['--repack'], csv: true },
     { key: 'mmap', name: 'mmap baseline (repack off, limited)', limited: true, args: [], baseline: true },
     { key: 'peer', name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true, baseline: true },
-    { key: 'stream0', name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0'] },
-    { key: 'stream0-overlap', name: `stream cache 0, ${lanes} lanes + overlap (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap'] },
-    { key: 'stream0-ahead', name: `stream cache 0, ${lanes} lanes + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--route-ahead'] },
+    // Each streamed row says --overlap / --no-overlap and --route-ahead / --no-route-ahead: the
+    // defaults (overlap auto, route-ahead on) are rows of their own (`-auto`).
+    { key: 'stream0', name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, ...noAhead] },
+    { key: 'stream0-overlap', name: `stream cache 0, ${lanes} lanes + overlap (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', ...noAhead] },
+    { key: 'stream0-ahead', name: `stream cache 0, ${lanes} lanes + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, '--route-ahead'] },
     { key: 'stream0-overlap-ahead', name: `stream cache 0, ${lanes} lanes + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', '--route-ahead'] },
-    { key: 'cached', name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
-    { key: 'cached-overlap', name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap'] },
-    { key: 'cached-ahead', name: `stream cache ${cacheMb} MiB + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--route-ahead'] },
+    { key: 'stream0-auto', name: `stream cache 0, ${lanes} lanes, defaults: overlap auto + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0'] },
+    { key: 'cached', name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), ...serial, ...noAhead] },
+    { key: 'cached-overlap', name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap', ...noAhead] },
+    { key: 'cached-ahead', name: `stream cache ${cacheMb} MiB + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), ...serial, '--route-ahead'] },
     { key: 'cached-overlap-ahead', name: `stream cache ${cacheMb} MiB + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap', '--route-ahead'] },
-    { key: 'prefetch', name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4'] },
-    { key: 'all', name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb)], csv: true },
+    { key: 'cached-auto', name: `stream cache ${cacheMb} MiB, defaults: overlap auto + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
+    { key: 'prefetch', name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4', ...serial, ...noAhead] },
+    { key: 'all', name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb), ...serial, ...noAhead], csv: true },
+    { key: 'all-repack', name: `stream cache ${cacheAllMb} MiB = all experts, --repack (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb), '--repack', ...serial, ...noAhead], csv: true },
   ];
   return rows.filter((r) => want.includes(r.key));
 }
@@ -167,8 +176,15 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
     const slice = header.expertSliceBytes.gate ?? header.expertSliceBytes.gate_up ?? 1 << 20;
     const rows = targetRows(o.cacheMb, cacheAllMb, o.lanes, o.rows, (o.rows ?? ROW_KEYS).includes('prebuilt') ? prebuiltBinary() : null);
     const prebuiltRow = rows.find((r) => r.key === 'prebuilt');
+    const allRepackRow = rows.find((r) => r.key === 'all-repack');
+    const repackRow = rows.find((r) => r.key === 'repack');
     for (const row of rows) {
       if (row.key === 'prebuilt') continue; // run with `resident`, below
+      if (row.key === 'all-repack' && repackRow) continue; // run with `repack`, below
+      if (row.key === 'repack' && allRepackRow) {
+        results.push(...(await runRepackPair(o, row, allRepackRow, (i) => join(csvDir, `repack-${i}.csv`))));
+        continue;
+      }
       if (row.key === 'resident' && prebuiltRow) {
         results.push(...(await runPrebuiltPair(o, row, prebuiltRow, (i) => join(csvDir, `resident-${i}.csv`))));
         continue;
@@ -220,22 +236,44 @@ async function runPrebuiltPair(o: TargetsOptions, resident: Row, prebuilt: Row, 
     o.log(`row: ${prebuilt.name}\n  ${error}`);
     return [res, { key: 'prebuilt', name: prebuilt.name, limited: false, ok: false, error }];
   }
+  return medianRounds(await runInterleaved(o, [resident, prebuilt], csvPath));
+}
+
+/** Rows `pair` alternated for `o.rounds` rounds (unlimited rows): every round's results, per row. */
+async function runInterleaved(o: TargetsOptions, pair: readonly [Row, Row], csvPath: (i: number) => string): Promise<RowResult[][]> {
   const rounds = Math.max(1, o.rounds ?? 3);
   const runs: RowResult[][] = [[], []];
   for (let round = 0; round < rounds; round++) {
-    for (const [side, row] of [resident, prebuilt].entries()) {
+    for (const [side, row] of pair.entries()) {
       if (o.dropCaches) dropCaches();
-      const res = await runRow(o, row, null, csvPath(round));
+      const res = await runRow(o, row, null, csvPath(2 * round + side));
       o.log(`round ${round + 1}/${rounds}: ${row.name}: ${res.ok ? `${res.summary?.secondsPerToken.toFixed(4)} s/token` : res.error}`);
       runs[side]?.push(res);
     }
   }
+  return runs;
+}
+
+/** Each row's median round, carrying every round's decode s/token (or its first failure). */
+function medianRounds(runs: RowResult[][]): RowResult[] {
   return runs.map((all) => {
     const failed = all.find((r) => !r.ok);
     if (failed) return failed;
     const spt = all.map((r) => r.summary?.secondsPerToken ?? NaN);
     return { ...(all[medianRound(spt)] as RowResult), roundSecondsPerToken: spt };
   });
+}
+
+/**
+ * `repack` (resident, llama.cpp's default layout) and `all-repack` (every expert cached, --repack)
+ * alternated for `o.rounds` rounds; `all-repack` carries each round's 100 %-hit ratio against the
+ * `repack` run of the same round (fullHitRatio).
+ */
+async function runRepackPair(o: TargetsOptions, repack: Row, allRepack: Row, csvPath: (i: number) => string): Promise<RowResult[]> {
+  const runs = await runInterleaved(o, [repack, allRepack], csvPath);
+  const [r, a] = medianRounds(runs) as [RowResult, RowResult];
+  const full = (runs[1] ?? []).map((x, i) => fullHitRatio(runs[0]?.[i]?.tokens, x.tokens)?.ratio).filter((v): v is number => v !== undefined);
+  return [r, { ...a, roundFullHitRatios: full }];
 }
 
 /**
@@ -316,6 +354,21 @@ export function pairedTargets(rows: readonly RowResult[]): Target[] {
       const v = s.secondsPerToken / serial.secondsPerToken;
       t.push([`overlap s/token vs serial s/token: ${row.name}`, v, '≤ 1.0', v <= 1]);
     }
+    if (row.key === 'stream0-auto' || row.key === 'cached-auto') {
+      // The defaults against the two configurations auto chooses between (route-ahead on in all three).
+      const prefix = row.key === 'stream0-auto' ? 'stream0' : 'cached';
+      const serial = rows.find((x) => x.key === `${prefix}-ahead`)?.summary;
+      const overlap = rows.find((x) => x.key === `${prefix}-overlap-ahead`)?.summary;
+      if (serial) {
+        const v = s.secondsPerToken / serial.secondsPerToken;
+        t.push([`overlap auto s/token vs serial (both + route-ahead): ${row.name}`, v, '≤ 1.0', v <= 1]);
+      }
+      if (serial && overlap) {
+        const best = Math.min(serial.secondsPerToken, overlap.secondsPerToken);
+        t.push([`overlap auto s/token vs the better of serial and overlap: ${row.name}`, s.secondsPerToken / best, 'reported', undefined]);
+      }
+      t.push([`share of tokens overlapped under auto: ${row.name}`, s.overlappedPercent === null || s.overlappedPercent === undefined ? undefined : s.overlappedPercent / 100, 'reported', undefined]);
+    }
     if (row.name.includes(' + route-ahead')) {
       const without = base(row.name, ' + route-ahead');
       if (without) t.push([`route-ahead s/token vs without: ${row.name}`, s.secondsPerToken / without.secondsPerToken, 'reported', undefined]);
@@ -366,7 +419,7 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   const mmap = by('mmap baseline');
   const c0 = by('stream cache 0');
   const cached = rows.find((x) => /^stream cache \d+ MiB \(limited\)/.test(x.name))?.summary;
-  const all = rows.find((x) => x.name.includes('= all experts'))?.summary;
+  const all = rows.find((x) => x.key === 'all')?.summary;
   const ratio = (a?: number, b?: number): number | undefined => (a !== undefined && b !== undefined && b > 0 ? a / b : undefined);
   const t: Target[] = [];
   const r1 = ratio(c0?.tokensPerSecond, mmap?.tokensPerSecond);
@@ -385,12 +438,24 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
     const zero = row.name.startsWith('stream cache 0');
     t.push([`decode vs I/O roofline (MiB/token ÷ ceiling, ÷ s/token): ${row.name}`, rr, zero ? '≥ 0.85' : 'reported', zero && rr !== undefined ? rr >= 0.85 : undefined]);
   }
-  const full = fullHitRatio(rows.find((x) => x.name.startsWith('resident (repack off'))?.tokens, rows.find((x) => x.name.includes('= all experts'))?.tokens);
+  const full = fullHitRatio(rows.find((x) => x.name.startsWith('resident (repack off'))?.tokens, rows.find((x) => x.key === 'all')?.tokens);
   t.push([`100 % hit (${full?.tokens ?? 0} zero-miss decodes) vs resident at the same positions`, full?.ratio, '≥ 0.97', full === undefined ? undefined : full.ratio >= 0.97]);
   const r6 = ratio(all?.tokensPerSecond, resident?.tokensPerSecond);
   t.push(['cache = all experts vs resident, whole run (cold start included)', r6, 'reported', undefined]);
   const r7 = ratio(all?.tokensPerSecond, repack?.tokensPerSecond);
   t.push(['cache = all experts vs llama.cpp default resident (repack on), whole run', r7, 'reported', undefined]);
+  // --repack: cached experts in llama.cpp's repacked layout against llama.cpp's default resident run.
+  const allRepackRes = rows.find((x) => x.key === 'all-repack');
+  const fullRepack = allRepackRes?.roundFullHitRatios?.length
+    ? { ratio: median(allRepackRes.roundFullHitRatios), rounds: allRepackRes.roundFullHitRatios.length }
+    : (() => {
+        const one = fullHitRatio(rows.find((x) => x.key === 'repack')?.tokens, allRepackRes?.tokens);
+        return one ? { ratio: one.ratio, rounds: 1 } : undefined;
+      })();
+  t.push([`100 % hit with --repack (zero-miss decodes, median of ${fullRepack?.rounds ?? 0} interleaved rounds) vs llama.cpp default resident (repack on) at the same positions`, fullRepack?.ratio, '≥ 0.95', fullRepack === undefined ? undefined : fullRepack.ratio >= 0.95]);
+  const allRepack = rows.find((x) => x.key === 'all-repack')?.summary;
+  const r9 = ratio(allRepack?.tokensPerSecond, repack?.tokensPerSecond);
+  t.push(['cache = all experts with --repack vs llama.cpp default resident (repack on), whole run', r9, 'reported', undefined]);
   for (const row of rows.filter((x) => x.name.startsWith('stream') && x.limited && x.summary)) {
     const budget = Number(/cache (\d+)/.exec(row.name)?.[1] ?? 0) * MiB;
     const rr = ratio(row.summary?.peakRssBytes, header.denseBytes + budget + 300 * MiB);
@@ -402,7 +467,7 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   out.push('', '| target | measured | goal | |', '|---|---|---|---|');
   // Targets whose rows were not run (--rows) are left out.
   for (const [name, v, goal, pass] of t.filter(([, v]) => v !== undefined)) out.push(`| ${name} | ${f(v, 3)} | ${goal} | ${pass === undefined ? '' : pass ? 'met' : 'missed'} |`);
-  const rounds = rows.filter((x) => x.roundSecondsPerToken).map((x) => `${x.name}: ${x.roundSecondsPerToken?.map((v) => f(v, 4)).join(', ')}`);
+  const rounds = rows.filter((x) => x.roundSecondsPerToken).map((x) => `${x.name}: ${x.roundSecondsPerToken?.map((v) => f(v, 4)).join(', ')}${x.roundFullHitRatios ? ` (100 %-hit ratio per round: ${x.roundFullHitRatios.map((v) => f(v, 3)).join(', ')})` : ''}`);
   if (rounds.length > 0) out.push('', `Interleaved rounds, decode s/token (the table shows each row's median round): ${rounds.join('; ')}.`);
   const ceilings = rows.filter((x) => x.ceilingMiBps !== undefined).map((x) => `${f(x.ceilingMiBps, 0)} before ${x.name}`);
   out.push('', `O_DIRECT read ceiling (${o.lanes} lanes), MiB/s: ${ceilings.join('; ') || '—'}. Model: ${header.path}, dense ${f(header.denseBytes / MiB, 0)} MiB, experts ${f(header.expertBytes / MiB, 0)} MiB, working set ${f(header.workingSetBytes / MiB, 0)} MiB/token.`);

@@ -43,8 +43,17 @@ describe('targets rows', () => {
     expect(targetRows(100, 200, 4).map((r) => r.key)).toEqual([...ROW_KEYS]);
     expect(targetRows(100, 200, 4, ['stream0-overlap', 'mmap']).map((r) => r.key)).toEqual(['mmap', 'stream0-overlap']);
     const ov = targetRows(100, 200, 4, ['stream0-overlap'])[0];
-    expect(ov?.args).toEqual(['--moe-stream', '--io-threads', '4', '--cache-mb', '0', '--overlap']);
+    expect(ov?.args).toEqual(['--moe-stream', '--io-threads', '4', '--cache-mb', '0', '--overlap', '--no-route-ahead']);
     expect(ov?.limited).toBe(true);
+    // Every streamed row but the defaults rows says both choices: overlap is auto and route-ahead
+    // on by default, so a row named "serial" must say --no-overlap, one without route-ahead --no-route-ahead.
+    const rows = targetRows(100, 200, 4);
+    for (const r of rows.filter((x) => x.args.includes('--moe-stream'))) {
+      const auto = r.key.endsWith('-auto');
+      expect(r.args.includes('--overlap') || r.args.includes('--no-overlap'), r.key).toBe(!auto);
+      expect(r.args.includes('--route-ahead') || r.args.includes('--no-route-ahead'), r.key).toBe(!auto);
+    }
+    expect(rows.find((r) => r.key === 'all-repack')?.args).toContain('--repack');
     expect(targetRows(100, 200, 4, ['mmap', 'peer']).every((r) => r.baseline)).toBe(true);
   });
 });
