@@ -98,7 +98,9 @@ function settingsText(st) {
   if (o.stream) {
     parts.unshift('--moe-stream');
     parts.push(o.stream.cacheMb === 'auto' ? `cache auto ≤ ${o.stream.cacheCeilMb} MiB` : `cache ${o.stream.cacheMb} MiB`);
-    parts.push(`lanes ${o.stream.ioThreads}`, o.stream.overlap ? 'overlap' : 'no overlap');
+    // overlap: true / false forced, 'auto' (the rule's choice) measured by the streamer.
+    const overlap = o.stream.overlap === 'auto' || o.stream.overlap === undefined ? 'overlap auto' : o.stream.overlap ? 'overlap' : 'no overlap';
+    parts.push(`lanes ${o.stream.ioThreads}`, overlap);
   } else {
     parts.unshift('resident');
   }

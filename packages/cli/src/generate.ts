@@ -73,7 +73,8 @@ export async function runGeneration(spec: GenerationSpec): Promise<number> {
         text: res.text,
         summary: res.summary,
         load: model.info.load,
-        stream: model.info.stream,
+        // Now, not at load: overlap auto's choice and probe medians are measured while decoding.
+        stream: model.streamInfo(),
       });
     }
     return interrupted ? EXIT_INTERRUPTED : 0;

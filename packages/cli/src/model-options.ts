@@ -58,7 +58,7 @@ export function tableOption(key: OptionKey, say: Partial<FlagDoc> = {}): Option 
 
 const flagged = (groups: readonly OptionGroup[]): OptionKey[] => optionRows(groups).flatMap((r) => (r.flag ? [r.key as OptionKey] : []));
 
-/** The second flag of a boolean row with a negation ('--no-moe-stream'): same attribute, value false. */
+/** The second flag of a boolean row ('--no-moe-stream', '--no-overlap', '--no-route-ahead'): same attribute, the other value. */
 function negationOption(key: OptionKey): Option | null {
   const negation = optionRow(key).negation;
   return negation ? cliOption(negation.flag, negation.help) : null;
@@ -78,7 +78,10 @@ export function addContextOptions(cmd: Command): Command {
   return addRows(cmd, flagged(['context']));
 }
 
-/** Adds the weight and expert-streaming flags (--repack/--nr, --n-expert-used, --moe-stream, --cache-mb, ...) to a command. */
+/**
+ * Adds the weight and expert-streaming flags (--repack/--nr, --n-expert-used, --moe-stream, --cache-mb,
+ * --overlap/--no-overlap, --route-ahead/--no-route-ahead, ...) to a command.
+ */
 export function addStreamingOptions(cmd: Command): Command {
   addRows(cmd, ['repack']).addOption(cliOption('--nr', 'no weight repacking (the default; as llama.cpp -nr)').conflicts('repack'));
   // Neither --moe-stream nor --no-moe-stream: the settings rule decides (chooseLoad).
@@ -123,7 +126,8 @@ export function loadOptions(cmd: Command, flags: ModelFlags): LoadOptions {
   const asked = stream.find(([row]) => row === moeStream);
   const stray = stream.find(([row]) => row !== moeStream);
   if (asked?.[1] !== true) {
-    if (stray) usage(cmd, `${flagName(stray[0])} requires ${flagName(moeStream)}`);
+    // A boolean is named by the flag given ('--no-route-ahead'), a value flag without its value.
+    if (stray) usage(cmd, `${flagName(stray[0], stray[0].value.type === 'bool' ? stray[1] : undefined)} requires ${flagName(moeStream, true)}`);
     if (asked) setPath(load, moeStream.key, false);
     return load as LoadOptions;
   }

@@ -1,6 +1,7 @@
 // Greedy identity with llama.cpp's own llama-completion (built from the same pinned source, with
 // repacking off like bmoe's default) on the tiny fixture of every architecture: resident, streamed
-// (no cache, and with a cache plus overlap), and with a top-k override on both sides.
+// (no cache serial, the defaults — overlap auto, route-ahead — and a cache plus overlap), and with a
+// top-k override on both sides.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,8 +52,12 @@ describe.each(ARCHS)('$preset: bmoe equals llama-completion -nr', ({ preset, arc
     expect(await bmoeText(model, [])).toBe(expected);
   });
 
-  it('streamed, no cache, 4 lanes', async () => {
-    expect(await bmoeText(model, ['--moe-stream', '--cache-mb', '0', '--io-threads', '4'])).toBe(expected);
+  it('streamed, no cache, 4 lanes, serial, no route-ahead', async () => {
+    expect(await bmoeText(model, ['--moe-stream', '--cache-mb', '0', '--io-threads', '4', '--no-overlap', '--no-route-ahead'])).toBe(expected);
+  });
+
+  it('streamed with the defaults (overlap auto, route-ahead on), no cache', async () => {
+    expect(await bmoeText(model, ['--moe-stream', '--cache-mb', '0'])).toBe(expected);
   });
 
   it('streamed with a cache, overlap and prefetch', async () => {

@@ -59,8 +59,35 @@ describe('flags from the option table', () => {
     { threads: 4, contextSize: 4096 },
     { threads: 4, contextSize: 4096, stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: 1200, ioThreads: 4, overlap: true } },
     { batchSize: 256, ubatchSize: 64, repack: true, nExpertUsed: 3, stream: { moeStream: true, cacheMb: 0, prefetch: 2, odirect: false, denseWeights: 'anon', forceCache: true } },
+    { stream: { moeStream: true, overlap: false } },
+    { stream: { moeStream: true, overlap: true, routeAhead: false } },
+    { stream: { moeStream: true, overlap: false, routeAhead: true } },
+    { stream: { moeStream: false } },
   ])('options → flags → options goes round: %j', (options) => {
     expect(parseModelFlags(loadOptionFlags(options)).load).toEqual(options);
+  });
+
+  it("overlap is a tri-state: --overlap forces it, --no-overlap forbids it, neither leaves it 'auto'", () => {
+    expect(parseModelFlags(['--moe-stream', '--overlap']).load).toEqual({ stream: { moeStream: true, overlap: true } });
+    expect(parseModelFlags(['--moe-stream', '--no-overlap']).load).toEqual({ stream: { moeStream: true, overlap: false } });
+    // Nothing given: the engine's default, 'auto' (the streamer measures).
+    expect(parseModelFlags(['--moe-stream']).load).toEqual({ stream: { moeStream: true } });
+    expect(parseModelFlags(loadOptionFlags({ stream: { moeStream: true, overlap: 'auto' } })).load).toEqual({ stream: { moeStream: true } });
+    // The last of the two flags wins, as for --moe-stream / --no-moe-stream.
+    expect(parseModelFlags(['--moe-stream', '--overlap', '--no-overlap']).load.stream?.overlap).toBe(false);
+  });
+
+  it('route-ahead is on unless --no-route-ahead; --route-ahead is still accepted', () => {
+    expect(parseModelFlags(['--moe-stream', '--no-route-ahead']).load).toEqual({ stream: { moeStream: true, routeAhead: false } });
+    expect(parseModelFlags(['--moe-stream', '--route-ahead']).load).toEqual({ stream: { moeStream: true, routeAhead: true } });
+    expect(parseModelFlags(['--moe-stream']).load.stream).not.toHaveProperty('routeAhead');
+  });
+
+  it('documents the tri-state and the negations in --help', () => {
+    const help = runCommand(new Command('bmoe')).helpInformation().replace(/\s+/g, ' ');
+    expect(help).toContain("--overlap always hide each layer's expert reads behind its expert compute; auto (neither flag) times one-token decodes both ways");
+    expect(help).toContain('--no-overlap never overlap');
+    expect(help).toContain('costs top-k extra cache slots); on unless --no-route-ahead --no-route-ahead');
   });
 
   it('generation flags go round too', () => {

@@ -1,9 +1,10 @@
-// Route-ahead reads (issue 14 item 2) end to end: `--route-ahead` reaches the addon as
-// stream.routeAhead; streamed runs with it (no cache, partial, all cached, overlap) give tokens and
-// logits bit-identical to the resident run (the real routing still decides what is computed);
-// the four ahead_* columns of the CSV and of --json count what it did, the `moe-ahead:` line is
-// printed and parses back to the run's numbers; without the flag the columns are 0 and the line
-// is absent.
+// Route-ahead reads (issue 14 item 2) end to end: on by default when streaming, `--route-ahead`
+// (still accepted) and `--no-route-ahead` reach the addon as stream.routeAhead; streamed runs with
+// it (no cache, partial, all cached, serial, overlap, overlap auto) give tokens and logits
+// bit-identical to the resident run (the real routing still decides what is computed); the four
+// ahead_* columns of the CSV and of --json count what it did, the `moe-ahead:` line is printed and
+// parses back to the run's numbers; with --no-route-ahead (or resident) the columns are 0 and the
+// line is absent.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,14 +22,17 @@ const N = 24;
 const PRESETS = ['tiny-qwen3moe', 'tiny-gpt-oss'] as const;
 /**
  * Streamed with route-ahead: no cache; 1 MiB forced (below the working set: partial); a cache
- * holding every expert (nothing left to read ahead); overlap at cache 0 and with a cache.
+ * holding every expert (nothing left to read ahead), serial (--no-overlap, as overlap's default
+ * is auto); overlap at cache 0 and with a cache; and the defaults (no flag: route-ahead on,
+ * overlap auto).
  */
 const AHEAD: ReadonlyArray<{ label: string; flags: string[] }> = [
-  { label: 'cache 0', flags: ['--moe-stream', '--cache-mb', '0', '--route-ahead'] },
-  { label: 'partial cache', flags: ['--moe-stream', '--cache-mb', '1', '--force-cache', '--route-ahead'] },
-  { label: 'all cached', flags: ['--moe-stream', '--cache-mb', '64', '--route-ahead'] },
+  { label: 'cache 0, serial', flags: ['--moe-stream', '--cache-mb', '0', '--no-overlap', '--route-ahead'] },
+  { label: 'partial cache, serial', flags: ['--moe-stream', '--cache-mb', '1', '--force-cache', '--no-overlap', '--route-ahead'] },
+  { label: 'all cached, serial', flags: ['--moe-stream', '--cache-mb', '64', '--no-overlap', '--route-ahead'] },
   { label: 'overlap, cache 0', flags: ['--moe-stream', '--cache-mb', '0', '--overlap', '--route-ahead'] },
   { label: 'overlap, cache 8 MiB', flags: ['--moe-stream', '--cache-mb', '8', '--force-cache', '--overlap', '--route-ahead'] },
+  { label: 'the defaults (route-ahead on, overlap auto), cache 0', flags: ['--moe-stream', '--cache-mb', '0'] },
 ];
 const AHEAD_KEYS = ['aheadRouted', 'aheadCorrect', 'aheadRead', 'aheadWastedBytes'] as const;
 
@@ -45,7 +49,8 @@ function parseFlags(argv: string[]): LoadOptions {
 async function generate(path: string, argv: string[]): Promise<{ tokens: number[]; logits: Buffer[] }> {
   const load = parseFlags(argv);
   return greedyLogits(path, load, PROMPT, N, (model) => {
-    expect(model.info.options.stream?.routeAhead ?? false).toBe(load.stream?.routeAhead === true);
+    // On whenever streaming, unless --no-route-ahead.
+    expect(model.info.options.stream?.routeAhead ?? false).toBe(load.stream?.moeStream === true && load.stream.routeAhead !== false);
   });
 }
 
@@ -90,14 +95,16 @@ afterAll(async () => {
 });
 
 describe('--route-ahead', () => {
-  it('is the stream option routeAhead (off unless given)', () => {
+  it('is the stream option routeAhead (on by default: --no-route-ahead turns it off)', () => {
     expect(parseFlags(['--moe-stream', '--route-ahead'])).toEqual({ stream: { moeStream: true, routeAhead: true } });
+    expect(parseFlags(['--moe-stream', '--no-route-ahead'])).toEqual({ stream: { moeStream: true, routeAhead: false } });
     expect(parseFlags(['--moe-stream'])).toEqual({ stream: { moeStream: true } });
   });
 
   it('without --moe-stream is a usage error naming it', () => {
     expect(() => parseFlags(['--route-ahead'])).toThrow(CommanderError);
     expect(() => parseFlags(['--route-ahead'])).toThrow('--route-ahead requires --moe-stream');
+    expect(() => parseFlags(['--no-route-ahead'])).toThrow('--no-route-ahead requires --moe-stream');
   });
 });
 
@@ -115,7 +122,7 @@ describe.runIf(native).each(PRESETS)('%s with route-ahead', (preset) => {
     expect(resident.tokens.length).toBe(N);
   }, 300_000);
 
-  it('tokens and logits are bit-identical to the resident run (cache 0, partial, all cached, overlap)', async () => {
+  it('tokens and logits are bit-identical to the resident run (cache 0, partial, all cached, overlap, the defaults)', async () => {
     const reference = await generate(model, ['--no-moe-stream']);
     expect(reference.tokens.length).toBe(N);
     for (const { label, flags } of AHEAD) {
@@ -161,8 +168,8 @@ describe.runIf(native).each(PRESETS)('%s with route-ahead', (preset) => {
     }
   }, 300_000);
 
-  it('without --route-ahead (resident or streamed) the ahead_* columns are 0 and there is no moe-ahead: line', async () => {
-    for (const r of [resident, await bmoeRun(model, ['--moe-stream', '--cache-mb', '0', '--overlap'])]) {
+  it('with --no-route-ahead (or resident) the ahead_* columns are 0 and there is no moe-ahead: line', async () => {
+    for (const r of [resident, await bmoeRun(model, ['--moe-stream', '--cache-mb', '0', '--overlap', '--no-route-ahead'])]) {
       expect(r.tokens).toEqual(resident.tokens);
       for (const m of r.csv) for (const key of AHEAD_KEYS) expect(m[key], key).toBe(0);
       expect(r.summary).toMatchObject({ aheadRouted: 0, aheadCorrect: 0, aheadRead: 0, aheadWastedBytes: 0, aheadAccuracyPercent: null });

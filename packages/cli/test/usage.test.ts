@@ -17,7 +17,7 @@ describe('bmoe usage', () => {
 
   it('run --help shows the streaming flags', async () => {
     const r = await runCli(['run', '--help']);
-    for (const flag of ['--moe-stream', '--cache-mb', '--cache-ceil-mb', '--io-threads', '--overlap', '--prefetch', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
+    for (const flag of ['--moe-stream', '--cache-mb', '--cache-ceil-mb', '--io-threads', '--overlap', '--no-overlap', '--prefetch', '--route-ahead', '--no-route-ahead', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
       expect(r.stdout).toContain(flag);
     }
   });
@@ -46,6 +46,8 @@ describe('bmoe usage', () => {
     [['run', 'm.gguf', '-p', 'x', '--cache-mb', 'lots'], /must be a non-negative integer \(MiB\) or 'auto'/],
     [['run', 'm.gguf', '-p', 'x', '--dense-weights', 'ram'], /Allowed choices are mmap, anon/],
     [['run', 'm.gguf', '-p', 'x', '--cache-mb', '100'], /--cache-mb requires --moe-stream/],
+    [['run', 'm.gguf', '-p', 'x', '--no-overlap'], /--no-overlap requires --moe-stream/],
+    [['run', 'm.gguf', '-p', 'x', '--no-route-ahead'], /--no-route-ahead requires --moe-stream/],
     [['run', 'm.gguf', '-p', 'x', '--moe-stream', '--cache-mb', '100', '--cache-ceil-mb', '50'], /--cache-ceil-mb applies only to --cache-mb auto/],
     [['run', 'm.gguf'], /required option '-p, --prompt <text>' not specified/],
     [['run', '-p', 'x'], /missing required argument 'model'/],

@@ -17,16 +17,22 @@ export interface NativeStreamParams {
   cacheMb: number | 'auto';
   cacheCeilMb?: number;
   ioThreads?: number;
-  /** Needs patch 0002: see buildInfo().overlapSupported. */
-  overlap?: boolean;
+  /**
+   * true forces overlapped reads (needs patch 0002: see buildInfo().overlapSupported), false
+   * forces serial; 'auto' or absent: the streamer times one-token decodes both ways, interleaved,
+   * uses overlap only when its median is lower, and measures again every 128 tokens
+   * (stream/overlap_choice.h). Without patch 0002, auto is serial.
+   */
+  overlap?: boolean | 'auto';
   prefetch?: number;
+  /** Absent = on. */
   routeAhead?: boolean;
   odirect?: boolean;
   denseWeights?: 'mmap' | 'anon';
   forceCache?: boolean;
 }
 
-/** What the streamer resolved at load. */
+/** What the streamer resolved at load, and its overlap state when asked (it changes as auto probes). */
 export interface NativeStreamInfo {
   budgetBytes: number;
   configuredSlots: number;
@@ -35,7 +41,14 @@ export interface NativeStreamInfo {
   denseBytes: number;
   topK: number;
   ioThreads: number;
+  /** Overlap in force now: forced on, or what auto chose at its last probe (false before one ended). */
   overlap: boolean;
+  /** What was asked: 'on' (overlap: true), 'off' (false) or 'auto' (measured). */
+  overlapMode: 'on' | 'off' | 'auto';
+  /** auto: the last probe's median wall time of a serial one-token decode, ms; 0 before a probe ended (and for on/off). */
+  overlapSerialMs: number;
+  /** auto: the last probe's median wall time of an overlapped one-token decode, ms; 0 before a probe ended (and for on/off). */
+  overlapOverlapMs: number;
   warning: string;
   totalHits: number;
   totalMisses: number;
@@ -145,6 +158,8 @@ export interface NativeGenerateRequest {
  * (@bmoe/engine/metrics) that the addon fills — `tokenIndex`, `tokenId` and the counters measured
  * around one `llama_decode` — as listed once in token_metrics.h (BMOE_TOKEN_ID_FIELDS,
  * BMOE_TOKEN_METRICS; a test checks that list against COLUMNS). The engine types it as TokenMetrics.
+ * Among them `overlapped`: 1 when this decode overlapped its expert reads with its compute
+ * (--overlap, or auto's choice or probe), else 0.
  */
 export type NativeTokenMetrics = Readonly<Record<string, number>>;
 

@@ -5,7 +5,7 @@ import { BmoeError, messageOf } from './errors.js';
 import { MessageStream, type ChatParser } from './message-stream.js';
 import type { AssistantMessage, MessageDelta } from './messages.js';
 import type { TokenMetrics } from './metrics/fields.js';
-import { summarize, type RunSummary } from './metrics/summary.js';
+import { summarize, type OverlapState, type RunSummary } from './metrics/summary.js';
 import { AsyncQueue } from './queue.js';
 import { readMemAvailableBytes } from './system.js';
 import { Utf8Stream } from './utf8.js';
@@ -99,6 +99,8 @@ export interface GenerationDeps {
   signal: AbortSignal | null;
   /** Budget to report in the summary (MiB), when known. */
   cacheBudgetMiB: number | null;
+  /** The streamer's overlap state once the generation ended (mode, auto's probe medians); null when resident. */
+  overlapState(): OverlapState | null;
   /** Prepares the prompt (calling sink.begin) and runs the native generation. */
   run(sink: TokenSink): Promise<NativeGenerateResult>;
   /** Asks the native side to stop. */
@@ -229,9 +231,19 @@ export class GenerationImpl implements Generation {
         promptTokens: native.promptTokens - native.promptTokensReused,
         promptMs: native.promptMs,
         cacheBudgetMiB: this.deps.cacheBudgetMiB,
+        overlap: this.overlapState(),
       }),
       metrics,
     };
+  }
+
+  /** The overlap state for the summary; unknown (null) where the native side cannot say. */
+  private overlapState(): OverlapState | null {
+    try {
+      return this.deps.overlapState();
+    } catch {
+      return null;
+    }
   }
 
   /** The result of a generation aborted before the native side produced one. */

@@ -27,7 +27,10 @@ export interface ModelInfo extends ModelHeaderInfo {
   options: ResolvedLoadOptions;
   /** How long the native load took, and what it read from storage (null where unmeasurable). */
   load: { ms: number; readBytes: number | null };
-  /** What the streamer resolved (budget after 'auto', working set); null when resident. */
+  /**
+   * What the streamer resolved at load (budget after 'auto', working set, overlap mode); null when
+   * resident. Its overlap state is the load-time one: `Model.streamInfo()` reads the current one.
+   */
   stream: NativeStreamInfo | null;
 }
 
@@ -55,6 +58,12 @@ export interface Model {
    * reads zeros), but every generation then fails with 'E_MODEL_CHANGED': load the model again.
    */
   fileStatus(): string | null;
+  /**
+   * The streamer's state now: as `info.stream`, with the overlap in force (`overlap`) and, for
+   * overlap 'auto', the last probe's medians (`overlapSerialMs`, `overlapOverlapMs`, ms per
+   * one-token decode; 0 before a probe ended) and hit/miss totals so far. null when resident or closed.
+   */
+  streamInfo(): NativeStreamInfo | null;
   /** Closes every session (aborting running generations) and frees the model. Idempotent. */
   close(): Promise<void>;
   /** `await using model = await loadModel(...)`: the same as close(). */
@@ -208,6 +217,11 @@ class ModelImpl implements Model {
   fileStatus(): string | null {
     if (this.closed) return null;
     return this.native.fileStatus() || null;
+  }
+
+  streamInfo(): NativeStreamInfo | null {
+    if (this.closed) return null;
+    return this.native.streamInfo();
   }
 
   async close(): Promise<void> {

@@ -23,14 +23,19 @@ export interface StreamOptions {
   cacheCeilMb?: number;
   /** Parallel read lanes, each with its own descriptor. Default 4. */
   ioThreads?: number;
-  /** Hide each layer's expert reads behind its expert compute. Default false. */
-  overlap?: boolean;
+  /**
+   * Hide each layer's expert reads behind its expert compute: true always, false never (serial),
+   * 'auto' measured: the streamer times one-token decodes both ways (4 each, interleaved), uses
+   * overlap only when its median is lower, and measures again every 128 tokens; the per-token
+   * `overlapped` metric says which way each decode went. Default 'auto'.
+   */
+  overlap?: boolean | 'auto';
   /** Speculative read-ahead depth (predicted experts of the next layers); 0 = off. Default 0. */
   prefetch?: number;
   /**
    * Read the experts the next MoE layer's router predicts from this layer's hidden state while
    * this layer computes. Lossless: the real routing still decides what is computed; costs top-k
-   * extra cache slots. Default false.
+   * extra cache slots. Default true.
    */
   routeAhead?: boolean;
   /** Read with O_DIRECT (falls back to buffered, with one warning, where refused). Default true. */
@@ -47,7 +52,7 @@ export interface ResolvedStreamOptions {
   cacheMb: number | 'auto';
   cacheCeilMb: number | null;
   ioThreads: number;
-  overlap: boolean;
+  overlap: boolean | 'auto';
   prefetch: number;
   routeAhead: boolean;
   odirect: boolean;

@@ -162,6 +162,8 @@ export class SessionImpl implements Session {
       maxTokens: opts.maxTokens,
       signal: opts.signal,
       cacheBudgetMiB: this.deps.cacheBudgetMiB,
+      // Read when the generation ends: auto's choice and probe medians change as it measures.
+      overlapState: () => model.streamInfo(),
       run: async (sink) => {
         const fitted = await this.fit(req, chat?.dropTurns ?? false);
         const { plan } = fitted;

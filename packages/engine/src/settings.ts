@@ -14,8 +14,9 @@
 //      a. ceiling >= one token's working set: cache 'auto' capped at the ceiling (the native side
 //         takes what MemAvailable and the cgroup leave above 1 GiB at load time, never more)
 //      b. otherwise no cache: every routed expert is read each token
-//   overlap (reads hidden behind compute) when the cache can hold two tokens' working sets and two
-//   cores are left beyond the compute threads for the read lanes.
+//   overlap 'auto': whether hiding reads behind compute pays depends on the disk, the cache, the
+//   cores and what else runs, so the rule does not guess; the streamer measures both ways and
+//   picks (core-native stream/overlap_choice.h). Route-ahead stays at its default (on).
 //   compute threads: min(4, cores) (phones' little cores and 2-core VMs regress beyond 4);
 //   read lanes: 4, whatever the cores (lanes wait on flash, not on a core: 4 lanes roughly triple
 //   a phone's flash bandwidth over one, and 2 → 4 lanes still gained 4–12 % on 2 shared cores).
@@ -42,10 +43,6 @@ export const SETTINGS_RULE = {
   maxThreads: 4,
   /** Read lanes when streaming. */
   ioThreads: 4,
-  /** A cache is warm-capable when it holds this many tokens' working sets. */
-  warmWorkingSets: 2,
-  /** Overlap needs this many cores beyond the compute threads. */
-  overlapSpareCores: 2,
 } as const;
 
 /** What the GGUF header says (ModelHeaderInfo has all of it). */
@@ -106,10 +103,16 @@ function cacheWords(s: NonNullable<LoadOptions['stream']>): string {
   return cacheMb === 0 ? 'no cache' : `cache ${cacheMb} MiB`;
 }
 
-/** "4 read lanes, reads overlapped with compute, 2 threads" for a stream block. */
+/** What a stream block's overlap means: measured (auto, the default), forced on, or off. */
+function overlapWords(overlap: boolean | 'auto' | undefined): string {
+  const o = overlap ?? (optionRow('stream.overlap').default as boolean | 'auto');
+  return o === 'auto' ? 'overlap auto' : o ? 'reads overlapped with compute' : 'no overlap';
+}
+
+/** "4 read lanes, overlap auto, 2 threads" for a stream block. */
 function laneWords(s: NonNullable<LoadOptions['stream']>, threads: number): string {
   const lanes = s.ioThreads ?? (optionRow('stream.ioThreads').default as number);
-  const extra = [s.overlap ? 'reads overlapped with compute' : '', s.prefetch ? `prefetch ${s.prefetch}` : ''].filter(Boolean);
+  const extra = [overlapWords(s.overlap), s.prefetch ? `prefetch ${s.prefetch}` : ''].filter(Boolean);
   return [plural(lanes, 'read lane'), ...extra, plural(threads, 'thread')].join(', ');
 }
 
@@ -155,7 +158,7 @@ export function chooseSettings(model: ModelFacts, device: DeviceFacts, given: Lo
         : `holding the model resident (a dense model: nothing to stream, though ${need} > ${where}), ${plural(threads, 'thread')}`,
     };
   }
-  return streamSettings(model, usable.bytes, threads, cores.ioThreads, device.cores, base, `${need} > ${where}`, common);
+  return streamSettings(model, usable.bytes, threads, cores.ioThreads, base, `${need} > ${where}`, common);
 }
 
 /** Rule 2: stream, with cache 'auto' under a ceiling when one token's working set fits. */
@@ -164,7 +167,6 @@ function streamSettings(
   usable: number,
   threads: number,
   ioThreads: number,
-  cores: number,
   base: LoadOptions,
   why: string,
   common: Pick<ChosenSettings, 'usableBytes' | 'limitedBy'>,
@@ -173,12 +175,10 @@ function streamSettings(
   const ceilMb = Math.floor(Math.max(0, Math.min(room, model.expertBytes)) / MiB);
   const tight = room < 0;
   if (ceilMb > 0 && ceilMb * MiB >= model.workingSetBytes) {
-    const warm = ceilMb * MiB >= SETTINGS_RULE.warmWorkingSets * model.workingSetBytes;
-    const overlap = warm && cores - threads >= SETTINGS_RULE.overlapSpareCores;
-    const stream = { moeStream: true, cacheMb: 'auto', cacheCeilMb: ceilMb, ioThreads, overlap } as const;
+    const stream = { moeStream: true, cacheMb: 'auto', cacheCeilMb: ceilMb, ioThreads, overlap: 'auto' } as const;
     return { ...common, mode: 'stream', load: { ...base, stream }, chosen: true, cacheCeilMb: ceilMb, tight, reason: `streaming experts (${why}), ${cacheWords(stream)}, ${laneWords(stream, threads)}` };
   }
-  const stream = { moeStream: true, cacheMb: 0, ioThreads, overlap: false } as const;
+  const stream = { moeStream: true, cacheMb: 0, ioThreads, overlap: 'auto' } as const;
   const noCache = tight
     ? `no cache (the dense weights alone, ${formatSize(model.denseBytes)}, leave no room)`
     : `no cache (${formatSize(Math.max(0, room))} left after the dense weights is below one token's ${formatSize(model.workingSetBytes)} working set)`;

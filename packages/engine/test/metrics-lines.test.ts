@@ -40,6 +40,19 @@ describe('end-of-run lines', () => {
     );
   });
 
+  it('ends moe-stream: with the overlap mode; for auto, the share of tokens overlapped and the probe medians', () => {
+    const base = formatMoeStreamLine(summary);
+    const records = [rec(0), ...Array.from({ length: 25 }, (_, i) => rec(i + 1, { wallMs: 90, overlapped: i < 23 ? 1 : 0 }))];
+    const auto = summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 101.2, overlapOverlapMs: 80.4 } });
+    expect(formatMoeStreamLine(auto)).toMatch(/, overlap auto: on for 92\.0 % of tokens \(probe: serial 101\.2 ms, overlap 80\.4 ms\)$/);
+    const unprobed = summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 0, overlapOverlapMs: 0 } });
+    expect(formatMoeStreamLine(unprobed)).toMatch(/, overlap auto: on for 92\.0 % of tokens \(probe: serial n\/a ms, overlap n\/a ms\)$/);
+    expect(formatMoeStreamLine({ ...summary, overlapMode: 'on' })).toBe(`${base}, overlap on`);
+    expect(formatMoeStreamLine({ ...summary, overlapMode: 'off' })).toBe(`${base}, overlap off`);
+    // Unknown (no stream state reported): the line as before.
+    expect(base).toMatch(/MiB\/s$/);
+  });
+
   it('prints moe-cache: and moe-prefetch:', () => {
     expect(formatMoeCacheLine(summary)).toBe('moe-cache: hit 75.0 % (12 hits, 4 misses), resident 2000.00 MiB of 4000.00 MiB budget');
     expect(formatMoePrefetchLine(summary)).toBe('moe-prefetch: issued 16, useful 4 (25.0 %)');
@@ -98,6 +111,26 @@ describe('end-of-run line parsers', () => {
     expect(a).toEqual({ aheadCorrect: 44, aheadRouted: 64, aheadAccuracyPercent: 68.8, aheadRead: 12, aheadWastedMiB: 3, aheadWastedMiBPerToken: 0.75 });
     expect(formatMoeAheadLine(a!)).toBe(formatMoeAheadLine(summary));
     expect(parseMoeAheadLine(formatMoeAheadLine(summarize([])))).toMatchObject({ aheadAccuracyPercent: null, aheadRouted: 0 });
+  });
+
+  it('round-trip the overlap words of moe-stream:, and read a line without them as unknown', () => {
+    const records = [rec(0), ...[1, 1, 0, 1].map((o, i) => rec(i + 1, { wallMs: 90, overlapped: o }))];
+    const auto = summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 101.25, overlapOverlapMs: 80.4 } });
+    const line = formatMoeStreamLine(auto);
+    const parsed = parseMoeStreamLine(line);
+    expect(parsed).toMatchObject({ overlapMode: 'auto', overlappedPercent: 75, overlapSerialMs: 101.3, overlapOverlapMs: 80.4 });
+    expect(formatMoeStreamLine(parsed!)).toBe(line);
+    expect(endOfRunValues(auto, { stream: true }).moeStream).toMatchObject({ overlapMode: 'auto', overlappedPercent: 75, overlapSerialMs: 101.25 });
+    for (const mode of ['on', 'off'] as const) {
+      const forced = summarize(records, { overlap: { overlapMode: mode, overlapSerialMs: 0, overlapOverlapMs: 0 } });
+      const p = parseMoeStreamLine(formatMoeStreamLine(forced));
+      expect(p).toMatchObject({ overlapMode: mode, overlappedPercent: null, overlapSerialMs: null, overlapOverlapMs: null });
+      // The values a program gets are the line's: the mode only.
+      expect(endOfRunValues(forced, { stream: true }).moeStream).toEqual(p && { ...p, readMiBPerSecond: forced.readMiBPerSecond, secondsPerToken: forced.secondsPerToken });
+    }
+    // A log from before overlap had modes.
+    const old = 'moe-stream: read 4204.00 MiB, 1051.00 MiB/token, decode 0.585 s/token = compute 0.123 + flash I/O 0.462 (stall 0.000), 2274.89 MiB/s';
+    expect(parseMoeStreamLine(old)).toMatchObject({ readMiB: 4204, overlapMode: null, overlappedPercent: null, overlapSerialMs: null });
   });
 
   it('parses n/a as null', () => {

@@ -93,6 +93,22 @@ describe('summarize', () => {
     // No layer had a prediction (route-ahead off): the accuracy is unknown, not 0 %.
     expect(summarize([rec(0), rec(1)]).aheadAccuracyPercent).toBeNull();
   });
+
+  it("counts the decodes that overlapped, and carries the overlap mode and auto's probe medians", () => {
+    // The prompt's record (overlapped or not) is left out; 3 of the 4 decodes overlapped.
+    const records = [rec(0, { overlapped: 0 }), ...[0, 1, 1, 1].map((o, i) => rec(i + 1, { wallMs: 1, overlapped: o }))];
+    const auto = summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 101.2, overlapOverlapMs: 80.4 } });
+    expect(auto).toMatchObject({ overlappedPercent: 75, overlapMode: 'auto', overlapSerialMs: 101.2, overlapOverlapMs: 80.4 });
+    expect(runSummarySchema.safeParse(auto).success).toBe(true);
+    // Before auto's first probe ended the streamer reports 0 ms: unknown, not 0.
+    expect(summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 0, overlapOverlapMs: 0 } })).toMatchObject({ overlapSerialMs: null, overlapOverlapMs: null });
+    // Forced modes have no probe.
+    expect(summarize(records, { overlap: { overlapMode: 'on', overlapSerialMs: 0, overlapOverlapMs: 0 } })).toMatchObject({ overlapMode: 'on', overlapSerialMs: null });
+    // Resident (or not reported): the mode is unknown; no decodes: the share is unknown.
+    expect(summarize(records)).toMatchObject({ overlappedPercent: 75, overlapMode: null, overlapSerialMs: null, overlapOverlapMs: null });
+    expect(summarize([rec(0, { overlapped: 1 })]).overlappedPercent).toBeNull();
+    expect(runSummarySchema.safeParse(summarize([])).success).toBe(true);
+  });
 });
 
 describe('percentile', () => {

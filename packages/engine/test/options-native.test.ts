@@ -86,13 +86,33 @@ describe('native bounds', () => {
         reads.set(m[1]!, [...(reads.get(m[1]!) ?? []), { file: file.slice(NATIVE.length + 1), def: m[2]! }]);
       }
     }
-    // The stream object's presence is `moeStream` (no boolean of its own).
-    const rows = (OPTION_TABLE as readonly OptionRow[]).filter((r) => r.value.type === 'bool' && r.native && r.native.key !== 'stream');
+    // The stream object's presence is `moeStream` (no boolean of its own); a tri-state (true, false
+    // or 'auto') is read by its own test below.
+    const rows = (OPTION_TABLE as readonly OptionRow[]).filter(
+      (r) => r.value.type === 'bool' && !r.value.orAuto && r.native && r.native.key !== 'stream',
+    );
     expect(rows.map((r) => r.key)).toContain('stream.routeAhead');
     for (const row of rows) {
       const found = reads.get(leafKey(row.native!.key));
       expect(found, `no boolean(…, "${leafKey(row.native!.key)}", …) reader in core-native/src or include`).toBeDefined();
       for (const r of found!) expect(r.def === 'true', `${row.key} in ${r.file}`).toBe(row.default);
+    }
+  });
+
+  it("C++ reads a true / false / 'auto' row as the table says: 'auto' or absent = the table's default 'auto'", () => {
+    const tri = (OPTION_TABLE as readonly OptionRow[]).filter((r) => r.value.type === 'bool' && r.value.orAuto);
+    expect(tri.map((r) => r.key)).toEqual(['stream.overlap']);
+    const params = readFileSync(join(SRC, 'addon/params.h'), 'utf8');
+    const config = readFileSync(join(NATIVE, 'include/bmoe/stream/stream_config.h'), 'utf8');
+    for (const row of tri) {
+      const key = leafKey(row.native!.key);
+      // The reader takes the string "auto", and an absent key, as automatic; a boolean forces it.
+      expect(params, key).toContain(`s.Get("${key}")`);
+      expect(params, key).toMatch(/== "auto"\)\s*\{\s*c\.overlap = overlap_mode::automatic;\s*\}\s*else if \(ov\.IsUndefined\(\)\)\s*\{\s*c\.overlap = overlap_mode::automatic;/);
+      expect(params, key).toMatch(/c\.overlap = r\.boolean\(s, "overlap", \w+\) \? overlap_mode::on : overlap_mode::off;/);
+      // stream_config's own default (the direct C++ API) is the table's too.
+      expect(row.default).toBe('auto');
+      expect(config).toMatch(/overlap_mode\s+overlap\s*=\s*overlap_mode::automatic;/);
     }
   });
 

@@ -9,12 +9,16 @@ import {
   checkValue,
   describeOptionError,
   flagName,
+  flagSets,
   loadOptionFlags,
   nativeContextParams,
   nativeGenerateParams,
   nativeModelParams,
   nativePrepareOptions,
+  optionByFlag,
+  optionRow,
   optionRows,
+  parseValue,
   type ApiKeysOf,
   type NativeKeysOf,
   type OptionRow,
@@ -63,11 +67,15 @@ describe('the option table', () => {
   it('has one row per key and per flag, and a default each row value accepts', () => {
     const rows: readonly OptionRow[] = OPTION_TABLE;
     expect(new Set(rows.map((r) => r.key)).size).toBe(rows.length);
-    const flags = rows.flatMap((r) => (r.flag ? [r.flag] : []));
+    const flags = rows.flatMap((r) => [...(r.flag ? [r.flag] : []), ...(r.negation ? [r.negation.flag] : [])]);
     expect(new Set(flags).size).toBe(flags.length);
     for (const r of rows) {
       if (r.default !== null && r.default !== 'computed') expect(checkValue(r.value, r.default), r.key).toBeNull();
-      if (r.flag && r.value.type === 'bool') expect(r.flag.startsWith('--no-'), r.key).toBe(r.default === true);
+      if (!r.flag || r.value.type !== 'bool') continue;
+      // A lone boolean flag sets the other value than the default ('--no-odirect'); a row with two
+      // flags sets true with one and false with the other ('--overlap' / '--no-overlap').
+      if (r.negation) expect(flagSets(r.negation.flag), r.key).toBe(!flagSets(r.flag));
+      else expect(flagSets(r.flag), r.key).toBe(r.default !== true);
     }
   });
 
@@ -138,11 +146,14 @@ describe('native parameter objects', () => {
       repack: false,
       useMmap: true,
       kvOverrides: [{ key: 'qwen3moe.expert_used_count', type: 'int', value: 2 }],
-      stream: { cacheMb: 'auto', ioThreads: 3, overlap: true, prefetch: 0, routeAhead: false, odirect: true, denseWeights: 'mmap', forceCache: false },
+      stream: { cacheMb: 'auto', ioThreads: 3, overlap: true, prefetch: 0, routeAhead: true, odirect: true, denseWeights: 'mmap', forceCache: false },
     });
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({}), 'qwen3moe')).toEqual({ path: '/m.gguf', repack: false, useMmap: true, kvOverrides: [] });
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: 9 } }), 'x').stream).toMatchObject({ cacheCeilMb: 9 });
-    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, routeAhead: true } }), 'x').stream).toMatchObject({ routeAhead: true });
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, routeAhead: false } }), 'x').stream).toMatchObject({ routeAhead: false });
+    // Overlap unset is 'auto' (the streamer measures), sent as such; true / false force it.
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true } }), 'x').stream).toMatchObject({ overlap: 'auto', routeAhead: true });
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, overlap: false } }), 'x').stream).toMatchObject({ overlap: false });
     expect(nativeContextParams(load)).toEqual({ threads: 2, nCtx: 1024, nBatch: 512, nUbatch: 512 });
     const gen = resolveGenerateOptions({ maxTokens: 5, topK: 3, logits: true, think: false });
     expect(nativeGenerateParams(gen)).toEqual({
@@ -161,7 +172,48 @@ describe('options as flags', () => {
       ['-t', '4', '-c', '4096', '--moe-stream', '--cache-mb', 'auto', '--cache-ceil-mb', '10', '--io-threads', '4', '--overlap'],
     );
     expect(loadOptionFlags({ stream: { moeStream: true, prefetch: 2, routeAhead: true } })).toEqual(['--moe-stream', '--prefetch', '2', '--route-ahead']);
-    expect(loadOptionFlags({ repack: false, useMmap: false, stream: { moeStream: true, odirect: false, overlap: false } })).toEqual(['--moe-stream', '--no-odirect']);
+    expect(loadOptionFlags({ repack: false, useMmap: false, stream: { moeStream: true, odirect: false, overlap: false } })).toEqual(['--moe-stream', '--no-overlap', '--no-odirect']);
     expect(loadOptionFlags({ stream: { cacheMb: 5 } })).toEqual([]);
+  });
+
+  it("spell the overlap tri-state and route-ahead's off: true --overlap, false --no-overlap, 'auto' nothing", () => {
+    const flags = (stream: StreamOptions): string[] => loadOptionFlags({ stream: { moeStream: true, ...stream } });
+    expect(flags({ overlap: true })).toEqual(['--moe-stream', '--overlap']);
+    expect(flags({ overlap: false })).toEqual(['--moe-stream', '--no-overlap']);
+    expect(flags({ overlap: 'auto' })).toEqual(['--moe-stream']);
+    expect(flags({})).toEqual(['--moe-stream']);
+    expect(flags({ routeAhead: false })).toEqual(['--moe-stream', '--no-route-ahead']);
+    expect(flags({ routeAhead: false, overlap: false })).toEqual(['--moe-stream', '--no-overlap', '--no-route-ahead']);
+  });
+});
+
+describe('the overlap tri-state and route-ahead on by default', () => {
+  it("default to overlap 'auto' and route-ahead on, and take true, false or 'auto' for overlap", () => {
+    expect(resolveLoadOptions({ stream: { moeStream: true } }).stream).toMatchObject({ overlap: 'auto', routeAhead: true });
+    for (const overlap of [true, false, 'auto'] as const) {
+      expect(resolveLoadOptions({ stream: { moeStream: true, overlap } }).stream?.overlap).toBe(overlap);
+    }
+    expect(resolveLoadOptions({ stream: { moeStream: true, routeAhead: false } }).stream?.routeAhead).toBe(false);
+  });
+
+  it("reject anything else for overlap, naming the three values; routeAhead stays a boolean", () => {
+    const bad = thrown(() => resolveLoadOptions({ stream: { moeStream: true, overlap: 'on' as unknown as boolean } }));
+    expect(bad.message).toBe("stream.overlap must be true, false or 'auto', got \"on\"");
+    const ahead = thrown(() => resolveLoadOptions({ stream: { moeStream: true, routeAhead: 'auto' as unknown as boolean } }));
+    expect(ahead.message).toBe('stream.routeAhead must be true or false, got "auto"');
+  });
+
+  it('map each flag to the value it sets, and name a false boolean by its --no- flag', () => {
+    expect(optionByFlag('--overlap')?.key).toBe('stream.overlap');
+    expect(optionByFlag('--no-overlap')?.key).toBe('stream.overlap');
+    expect(optionByFlag('--no-route-ahead')?.key).toBe('stream.routeAhead');
+    expect([flagSets('--overlap'), flagSets('--no-overlap'), flagSets('--route-ahead'), flagSets('--no-route-ahead')]).toEqual([true, false, true, false]);
+    expect(flagName(optionRow('stream.overlap'), false)).toBe('--no-overlap');
+    expect(flagName(optionRow('stream.overlap'), 'auto')).toBe('--overlap');
+    expect(flagName(optionRow('stream.routeAhead'), false)).toBe('--no-route-ahead');
+    expect(flagName(optionRow('stream.odirect'), false)).toBe('--no-odirect');
+    expect(flagName(optionRow('stream.moeStream'), true)).toBe('--moe-stream');
+    expect(parseValue(optionRow('stream.overlap').value, 'auto')).toEqual({ value: 'auto' });
+    expect(parseValue(optionRow('stream.routeAhead').value, 'auto')).toEqual({ error: 'must be true or false' });
   });
 });

@@ -1,8 +1,8 @@
 // The contract of expert streaming: with the lossy knobs off, every streaming configuration gives
 // the same tokens and the same logits, bit for bit, as the same model loaded resident (repacking
 // off, like `llama-completion -nr`). Run on the tiny fixture of every architecture, with a
-// multi-token prompt followed by 40 decoded tokens, across cache sizes, lanes, overlap, prefetch
-// and dense-weight modes.
+// multi-token prompt followed by 40 decoded tokens, across cache sizes, lanes, serial / overlapped /
+// auto, prefetch, route-ahead and dense-weight modes.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +20,8 @@ interface Run {
   readBytes: number;
   hits: number;
   misses: number;
+  /** The `overlapped` metric of each decode after the prompt's. */
+  overlapped: number[];
 }
 
 async function generate(path: string, options: LoadOptions): Promise<Run> {
@@ -37,6 +39,7 @@ async function generate(path: string, options: LoadOptions): Promise<Run> {
       readBytes: res.metrics.reduce((a, m) => a + m.readBytes, 0),
       hits: res.metrics.reduce((a, m) => a + m.expertHits, 0),
       misses: res.metrics.reduce((a, m) => a + m.expertMisses, 0),
+      overlapped: res.metrics.slice(1).map((m) => m.overlapped),
     };
   } finally {
     await model.close();
@@ -77,18 +80,26 @@ for (const preset of ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4']) {
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
+    // Serial and overlapped configurations are forced (overlap false / true: the default, 'auto',
+    // mixes both while it measures) and route-ahead is off in them (its default is on): each says
+    // what it tests. The last ones run the defaults.
+    const serial = { overlap: false, routeAhead: false } as const;
+    const overlapped = { overlap: true, routeAhead: false } as const;
     const configs: Array<[string, () => StreamOptions]> = [
-      ['cache 0, 1 lane', () => ({ cacheMb: 0, ioThreads: 1 })],
-      ['cache 0, 4 lanes, overlap', () => ({ cacheMb: 0, ioThreads: 4, overlap: true })],
-      ['cache between working set and total, 4 lanes', () => ({ cacheMb: cacheMid, ioThreads: 4 })],
-      ['cache between, 1 lane, overlap, prefetch 2', () => ({ cacheMb: cacheMid, ioThreads: 1, overlap: true, prefetch: 2 })],
-      ['cache between, 4 lanes, prefetch 4', () => ({ cacheMb: cacheMid, ioThreads: 4, prefetch: 4 })],
-      ['cache holding everything, 1 lane', () => ({ cacheMb: cacheAll, ioThreads: 1 })],
-      ['cache holding everything, 4 lanes, overlap, dense weights anon', () => ({ cacheMb: cacheAll, ioThreads: 4, overlap: true, denseWeights: 'anon' })],
-      ['cache 0, buffered reads', () => ({ cacheMb: 0, ioThreads: 2, odirect: false })],
+      ['cache 0, 1 lane, serial', () => ({ cacheMb: 0, ioThreads: 1, ...serial })],
+      ['cache 0, 4 lanes, overlap', () => ({ cacheMb: 0, ioThreads: 4, ...overlapped })],
+      ['cache between working set and total, 4 lanes, serial', () => ({ cacheMb: cacheMid, ioThreads: 4, ...serial })],
+      ['cache between, 1 lane, overlap, prefetch 2', () => ({ cacheMb: cacheMid, ioThreads: 1, prefetch: 2, ...overlapped })],
+      ['cache between, 4 lanes, serial, prefetch 4', () => ({ cacheMb: cacheMid, ioThreads: 4, prefetch: 4, ...serial })],
+      ['cache holding everything, 1 lane, serial', () => ({ cacheMb: cacheAll, ioThreads: 1, ...serial })],
+      ['cache holding everything, 4 lanes, overlap, dense weights anon', () => ({ cacheMb: cacheAll, ioThreads: 4, denseWeights: 'anon', ...overlapped })],
+      ['cache 0, buffered reads, serial', () => ({ cacheMb: 0, ioThreads: 2, odirect: false, ...serial })],
+      // The defaults: overlap measured (auto switches between serial and overlapped decodes), route-ahead on.
+      ['the defaults (overlap auto, route-ahead): cache 0', () => ({ cacheMb: 0 })],
+      ['the defaults (overlap auto, route-ahead): cache between', () => ({ cacheMb: cacheMid })],
       // The fallback without patch 0002's redirection: experts mapped in place at their addresses.
-      ['in-place mapping: cache between, 2 lanes, prefetch 2', () => ({ cacheMb: cacheMid, ioThreads: 2, prefetch: 2 })],
-      ['in-place mapping: cache 0, 4 lanes, overlap', () => ({ cacheMb: 0, ioThreads: 4, overlap: true })],
+      ['in-place mapping: cache between, 2 lanes, serial, prefetch 2', () => ({ cacheMb: cacheMid, ioThreads: 2, prefetch: 2, ...serial })],
+      ['in-place mapping: cache 0, 4 lanes, overlap', () => ({ cacheMb: 0, ioThreads: 4, ...overlapped })],
     ];
 
     for (const [name, cfg] of configs) {
@@ -102,6 +113,10 @@ for (const preset of ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4']) {
         expect(sameBits(s.logits, resident.logits)).toBe(true);
         expect(s.readBytes).toBeGreaterThan(0);
         expect(s.misses).toBeGreaterThan(0);
+        // Each decode went the way asked; auto's probe went both ways.
+        const { overlap } = cfg();
+        const ways = [...new Set(s.overlapped)].sort();
+        expect(ways).toEqual(overlap === true ? [1] : overlap === false ? [0] : [0, 1]);
       });
     }
 

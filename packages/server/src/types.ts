@@ -147,7 +147,11 @@ export interface BmoeStatus {
   error: string | null;
   /** sizeBytes: all the model's files (every shard of a split model named by its first shard). */
   model: { id: string; path: string; sizeBytes: number | null; info: ModelInfo | null };
-  /** Expert streaming in effect (null when resident, or while loading). */
+  /**
+   * Expert streaming in effect (null when resident, or while loading): the options, and the
+   * streamer's state now (`Model.streamInfo()`: budget, working set, `overlapMode`, the overlap in
+   * force and, for 'auto', the last probe's medians).
+   */
   stream: { options: ResolvedStreamOptions; resolved: ModelInfo['stream'] } | null;
   limits: StatusLimits;
   queueDepth: number;

@@ -102,7 +102,7 @@ describe('bmoe serve usage', () => {
   it('--help documents the server flags and the model/streaming flags of run', async () => {
     const r = await runCli(['serve', '--help']);
     expect(r.code).toBe(0);
-    for (const flag of ['--host', '--allowed-hosts', '--port', '--api-key', '--max-queue', '--model-id', '--alias', '--cors', '--threads', '--ctx-size', '--moe-stream', '--cache-mb', '--io-threads', '--overlap', '--prefetch', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
+    for (const flag of ['--host', '--allowed-hosts', '--port', '--api-key', '--max-queue', '--model-id', '--alias', '--cors', '--threads', '--ctx-size', '--moe-stream', '--cache-mb', '--io-threads', '--overlap', '--no-overlap', '--prefetch', '--route-ahead', '--no-route-ahead', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
       expect(r.stdout).toContain(flag);
     }
   });

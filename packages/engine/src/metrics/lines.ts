@@ -2,7 +2,9 @@
 // back from logs, so each formatter has a parser and the pair is round-trip tested.
 //
 //   generation: N tokens, X s/token, Y tok/s (prompt P tokens in Z s)
-//   moe-stream: read M MiB, R MiB/token, decode D s/token = compute C + flash I/O I (stall S), B MiB/s
+//   moe-stream: read M MiB, R MiB/token, decode D s/token = compute C + flash I/O I (stall S), B MiB/s, overlap MODE
+//     where `, overlap MODE` is `, overlap on`, `, overlap off` or (measured)
+//     `, overlap auto: on for P % of tokens (probe: serial X ms, overlap Y ms)`, and absent when unknown
 //   moe-cache: hit H % (h hits, m misses), resident X MiB of Y MiB budget
 //   moe-prefetch: issued N, useful U (P %)
 //   moe-ahead: predicted C of R routed (A %), read N ahead, wasted W MiB (X MiB/token)
@@ -25,6 +27,7 @@ const sec = (x: number): string => formatNumber(x, 3);
 const rate = (x: number): string => formatNumber(x, 2);
 const mib = (x: number | null): string => formatNumber(x, 2);
 const pct = (x: number | null): string => formatNumber(x, 1);
+const ms = (x: number | null): string => formatNumber(x, 1);
 
 export function formatGenerationLine(s: GenerationLine): string {
   return (
@@ -37,8 +40,26 @@ export function formatMoeStreamLine(s: MoeStreamLine): string {
   return (
     `moe-stream: read ${mib(s.readMiB)} MiB, ${mib(s.mibPerToken)} MiB/token, ` +
     `decode ${sec(s.secondsPerToken)} s/token = compute ${sec(s.computeSecondsPerToken)} + flash I/O ${sec(s.ioSecondsPerToken)} ` +
-    `(stall ${sec(s.stallSecondsPerToken)}), ${mib(s.readMiBPerSecond)} MiB/s`
+    `(stall ${sec(s.stallSecondsPerToken)}), ${mib(s.readMiBPerSecond)} MiB/s${overlapWords(s)}`
   );
+}
+
+/**
+ * `, overlap on`, `, overlap off`, or for auto what it chose and what it measured:
+ * `, overlap auto: on for 92.0 % of tokens (probe: serial 101.2 ms, overlap 80.4 ms)`; '' when unknown.
+ */
+function overlapWords(s: MoeStreamLine): string {
+  if (s.overlapMode === null) return '';
+  if (s.overlapMode !== 'auto') return `, overlap ${s.overlapMode}`;
+  return (
+    `, overlap auto: on for ${pct(s.overlappedPercent)} % of tokens ` +
+    `(probe: serial ${ms(s.overlapSerialMs)} ms, overlap ${ms(s.overlapOverlapMs)} ms)`
+  );
+}
+
+/** The overlap numbers the line prints: the share and the probe medians for auto only (on: all, off: none). */
+function streamLineValues(s: MoeStreamLine): MoeStreamLine {
+  return s.overlapMode === 'auto' ? s : { ...s, overlappedPercent: null, overlapSerialMs: null, overlapOverlapMs: null };
 }
 
 export function formatMoeCacheLine(s: MoeCacheLine): string {
@@ -92,7 +113,7 @@ export function formatEndOfRunLines(s: RunSummary, opts: EndOfRunLineOptions = {
 export function endOfRunValues(s: RunSummary, opts: EndOfRunLineOptions = {}): EndOfRunLines & { generation: GenerationLine } {
   return {
     generation: pick(s, GENERATION_KEYS),
-    ...(opts.stream ? { moeStream: pick(s, STREAM_KEYS), moeCache: pick(s, CACHE_KEYS) } : {}),
+    ...(opts.stream ? { moeStream: streamLineValues(pick(s, STREAM_KEYS)), moeCache: pick(s, CACHE_KEYS) } : {}),
     ...(opts.prefetch ? { moePrefetch: pick(s, PREFETCH_KEYS) } : {}),
     ...(opts.ahead ? { moeAhead: pick(s, AHEAD_KEYS) } : {}),
   };
@@ -107,7 +128,9 @@ const GENERATION_RE = new RegExp(
   String.raw`generation: ${INT} tokens, ${NUM} s/token, ${NUM} tok/s \(prompt ${INT} tokens in ${NUM} s\)`,
 );
 const STREAM_RE = new RegExp(
-  String.raw`moe-stream: read ${NUM} MiB, ${NUM} MiB/token, decode ${NUM} s/token = compute ${NUM} \+ flash I/O ${NUM} \(stall ${NUM}\), ${NUM} MiB/s`,
+  String.raw`moe-stream: read ${NUM} MiB, ${NUM} MiB/token, decode ${NUM} s/token = compute ${NUM} \+ flash I/O ${NUM} \(stall ${NUM}\), ${NUM} MiB/s` +
+    // Logs written before overlap had modes end here.
+    String.raw`(?:, overlap (on|off|auto)(?:: on for ${NUM} % of tokens \(probe: serial ${NUM} ms, overlap ${NUM} ms\))?)?`,
 );
 const CACHE_RE = new RegExp(
   String.raw`moe-cache: hit ${NUM} % \(${INT} hits, ${INT} misses\), resident ${NUM} MiB of ${NUM} MiB budget`,
@@ -127,6 +150,10 @@ const STREAM_KEYS = [
   'ioSecondsPerToken',
   'stallSecondsPerToken',
   'readMiBPerSecond',
+  'overlapMode',
+  'overlappedPercent',
+  'overlapSerialMs',
+  'overlapOverlapMs',
 ] as const;
 const CACHE_KEYS = ['hitPercent', 'expertHits', 'expertMisses', 'residentMiB', 'cacheBudgetMiB'] as const;
 const PREFETCH_KEYS = ['prefetchIssued', 'prefetchUseful', 'prefetchUsefulPercent'] as const;
@@ -172,6 +199,10 @@ export function parseMoeStreamLine(line: string): MoeStreamLine | null {
     ioSecondsPerToken: req(m[5]),
     stallSecondsPerToken: req(m[6]),
     readMiBPerSecond: req(m[7]),
+    overlapMode: (m[8] as MoeStreamLine['overlapMode'] | undefined) ?? null,
+    overlappedPercent: val(m[9]),
+    overlapSerialMs: val(m[10]),
+    overlapOverlapMs: val(m[11]),
   };
 }
 

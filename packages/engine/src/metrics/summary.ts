@@ -68,6 +68,14 @@ export const runSummarySchema = z.strictObject({
   aheadWastedMiB: num,
   /** aheadWastedMiB per decode (as mibPerToken). */
   aheadWastedMiBPerToken: num,
+  /** Decodes that overlapped their expert reads with their compute (the `overlapped` column), × 100 / decodes; null without decodes. */
+  overlappedPercent: nullableNum,
+  /** How overlap was set: 'on' (--overlap), 'off' (--no-overlap), 'auto' (measured); null when unknown (resident, or not reported). */
+  overlapMode: z.enum(['on', 'off', 'auto']).nullable(),
+  /** auto: the last probe's median wall time of a serial one-token decode (ms); null before a probe ended, or not auto. */
+  overlapSerialMs: nullableNum,
+  /** auto: the last probe's median wall time of an overlapped one-token decode (ms); null as overlapSerialMs. */
+  overlapOverlapMs: nullableNum,
   peakRssBytes: z.number().int().nonnegative(),
   /** Lowest MemAvailable seen; null when it was never readable. */
   memAvailableFloorBytes: z.number().int().nonnegative().nullable(),
@@ -77,7 +85,15 @@ export const runSummarySchema = z.strictObject({
 
 export type RunSummary = z.infer<typeof runSummarySchema>;
 
-/** What the per-token records cannot tell: the prompt phase and the configured budget. */
+/** How overlap was set, as the streamer reports it (NativeStreamInfo's fields of the same names). */
+export interface OverlapState {
+  overlapMode: 'on' | 'off' | 'auto';
+  /** auto: the last probe's medians (ms per one-token decode); 0 before a probe ended. */
+  overlapSerialMs: number;
+  overlapOverlapMs: number;
+}
+
+/** What the per-token records cannot tell: the prompt phase, the configured budget, the overlap setting. */
 export interface SummaryExtra {
   /** Default 0. */
   promptTokens?: number;
@@ -85,6 +101,19 @@ export interface SummaryExtra {
   promptMs?: number;
   /** Default null (unknown). */
   cacheBudgetMiB?: number | null;
+  /** The streamer's overlap state at the end of the run. Default null (unknown: resident, or not reported). */
+  overlap?: OverlapState | null;
+}
+
+/** The overlap fields of a summary: the mode, and auto's probe medians once a probe ended. */
+function overlapFields(o: OverlapState | null | undefined): Pick<RunSummary, 'overlapMode' | 'overlapSerialMs' | 'overlapOverlapMs'> {
+  const mode = o?.overlapMode ?? null;
+  const probed = mode === 'auto' && o !== null && o !== undefined && o.overlapSerialMs > 0 && o.overlapOverlapMs > 0;
+  return {
+    overlapMode: mode,
+    overlapSerialMs: probed ? o.overlapSerialMs : null,
+    overlapOverlapMs: probed ? o.overlapOverlapMs : null,
+  };
 }
 
 /** Aggregates per-token records into the run summary. Pure; an empty run gives zeros. */
@@ -144,6 +173,8 @@ export function summarize(all: readonly TokenMetrics[], extra: SummaryExtra = {}
     aheadWastedBytes,
     aheadWastedMiB: aheadWastedBytes / MiB,
     aheadWastedMiBPerToken: perToken(aheadWastedBytes / MiB),
+    overlappedPercent: n > 0 ? (100 * sum((r) => (r.overlapped > 0 ? 1 : 0))) / n : null,
+    ...overlapFields(extra.overlap),
     peakRssBytes: all.reduce((m, r) => Math.max(m, r.rssBytes), 0),
     memAvailableFloorBytes: memAvail.length > 0 ? Math.min(...memAvail) : null,
     majorFaults: sum((r) => r.majorFaults),

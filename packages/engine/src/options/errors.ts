@@ -6,7 +6,7 @@
 //   throw optionError`${opt('ubatchSize')} must be at most ${opt('batchSize')} (${b}), got ${u}`;
 //   describeOptionError(err, flagName)  // "--ubatch-size must be at most --batch-size (64), got 128"
 import { BmoeError } from '../errors.js';
-import { findOption, optionRow, type OptionKey, type OptionRow } from './table.js';
+import { boolFlagFor, findOption, optionRow, type OptionKey, type OptionRow } from './table.js';
 
 /** A reference to an option inside an error message; `value` when the message names one ("stream.moeStream: true"). */
 export class OptionRef {
@@ -31,10 +31,14 @@ export type OptionNamer = (row: OptionRow, value?: unknown) => string;
 export const apiName: OptionNamer = (row, value) =>
   value === undefined ? row.key : `${row.key}: ${typeof value === 'string' ? `'${value}'` : String(value)}`;
 
-/** '--io-threads', '--cache-mb auto', '--moe-stream' (a boolean's flag is its value); the API key where there is no flag. */
+/**
+ * '--io-threads', '--cache-mb auto', '--moe-stream' (a boolean's flag is its value: false names the
+ * row's '--no-…' flag where it has one, '--no-route-ahead'); the API key where there is no flag.
+ */
 export const flagName: OptionNamer = (row, value) => {
   if (!row.flag) return apiName(row, value);
-  return value === undefined || row.value.type === 'bool' ? row.flag : `${row.flag} ${String(value)}`;
+  if (row.value.type === 'bool') return boolFlagFor(row, value) ?? row.flag;
+  return value === undefined ? row.flag : `${row.flag} ${String(value)}`;
 };
 
 /** Renders message parts with a namer. */

@@ -1,7 +1,7 @@
 // Options → the `bmoe run` / `bmoe serve` flags that give them (what to type to reproduce a run),
 // from the table: the short alias where there is one, table order, defaults of booleans left out.
 import type { GenerateOptions, LoadOptions } from '../options.js';
-import { getPath, optionRow, optionRows, type OptionRow } from './table.js';
+import { boolFlagFor, getPath, optionRow, optionRows, type OptionRow } from './table.js';
 
 function flagsOf(rows: readonly OptionRow[], values: object): string[] {
   const out: string[] = [];
@@ -9,10 +9,12 @@ function flagsOf(rows: readonly OptionRow[], values: object): string[] {
     const value = getPath(values, row.key);
     if (!row.flag || value === undefined || value === null) continue;
     if (row.value.type === 'bool') {
-      // '--overlap' sets true, '--no-odirect' sets false: the flag is there when the value is not the
-      // default; a default given explicitly is its negation where the row has one ('--no-moe-stream').
-      if (value !== row.default) out.push(row.flag);
-      else if (row.negation) out.push(row.negation.flag);
+      // '--overlap' sets true, '--no-odirect' and '--no-overlap' false: the flag that sets the value
+      // is there when the value is not the default; a default given explicitly is said too where the
+      // row has a second flag ('--no-moe-stream', '--route-ahead'). 'auto' has no flag: it is what
+      // leaving both out means.
+      const flag = boolFlagFor(row, value);
+      if (flag && (value !== row.default || row.negation)) out.push(flag);
     } else {
       out.push(row.short ?? row.flag, String(value));
     }

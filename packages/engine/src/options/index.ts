@@ -10,6 +10,8 @@ export {
   getPath,
   setPath,
   nativeBounds,
+  flagSets,
+  boolFlagFor,
   type ApiKeysOf,
   type NativeBound,
   type NativeKey,

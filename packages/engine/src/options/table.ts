@@ -34,13 +34,17 @@ export interface OptionRow {
   /** The API path: 'threads', 'stream.ioThreads', 'maxTokens'. Also the name errors use. */
   readonly key: string;
   readonly group: OptionGroup;
-  /** The long flag of `bmoe run` / `bmoe serve` ('--no-odirect' for a boolean on by default); null = API only. */
+  /**
+   * The long flag of `bmoe run` / `bmoe serve`; null = API only. A boolean's flag sets false when it
+   * starts with `--no-` ('--no-odirect'), else true (commander's rule, see `flagSets`).
+   */
   readonly flag: string | null;
   /** The one-letter alias ('-t'). */
   readonly short?: string;
   /**
-   * A boolean's second flag, setting it to its default explicitly ('--no-moe-stream'): where
-   * leaving both flags out lets something else decide (the settings rule), this is how to say no.
+   * A boolean's second flag, setting the other value ('--no-moe-stream', '--no-overlap',
+   * '--no-route-ahead'): where leaving both flags out lets something else decide (the settings
+   * rule, or 'auto'), or the default is on, this is how to say the other thing.
    */
   readonly negation?: { readonly flag: string; readonly help: string };
   /** The flag's argument as help shows it ('N', 'N|auto'); value flags only. */
@@ -127,10 +131,15 @@ export const OPTION_TABLE = [
     value: int(1, 64), default: 4, defaultText: '4',
     help: 'parallel read lanes, each with its own descriptor',
   },
+  // A tri-state: --overlap forces it, --no-overlap forbids it, neither (or 'auto') lets the
+  // streamer measure (core-native stream/overlap_choice.h).
   {
     key: 'stream.overlap', group: 'stream', flag: '--overlap', native: { params: 'model', key: 'stream.overlap' },
-    value: bool, default: false, defaultText: 'off',
-    help: "hide each layer's expert reads behind its expert compute",
+    negation: { flag: '--no-overlap', help: "never overlap: read each layer's experts, then compute them (serial)" },
+    value: { type: 'bool', orAuto: true }, default: 'auto', defaultText: 'auto (measured)',
+    help:
+      "always hide each layer's expert reads behind its expert compute; auto (neither flag) times one-token decodes both ways, " +
+      '4 each, interleaved, overlaps only when that is faster, and measures again every 128 tokens',
   },
   {
     key: 'stream.prefetch', group: 'stream', flag: '--prefetch', arg: 'N', native: { params: 'model', key: 'stream.prefetch' },
@@ -139,8 +148,9 @@ export const OPTION_TABLE = [
   },
   {
     key: 'stream.routeAhead', group: 'stream', flag: '--route-ahead', native: { params: 'model', key: 'stream.routeAhead' },
-    value: bool, default: false, defaultText: 'off',
-    help: "read the experts the next MoE layer's router predicts from this layer's hidden state while this layer computes (lossless: the real routing still decides; costs top-k extra cache slots)",
+    negation: { flag: '--no-route-ahead', help: "don't read ahead on the next MoE layer's predicted routing" },
+    value: bool, default: true, defaultText: 'on',
+    help: "read the experts the next MoE layer's router predicts from this layer's hidden state while this layer computes (lossless: the real routing still decides; costs top-k extra cache slots); on unless --no-route-ahead",
   },
   {
     key: 'stream.odirect', group: 'stream', flag: '--no-odirect', native: { params: 'model', key: 'stream.odirect' },
@@ -262,6 +272,17 @@ const BY_FLAG = new Map<string, OptionRow>(
     ...(r.negation ? ([[r.negation.flag, r]] as Array<[string, OptionRow]>) : []),
   ]),
 );
+
+/** The value a boolean row's flag sets: false for '--no-…' ('--no-odirect', '--no-overlap'), else true (as commander reads it). */
+export function flagSets(flag: string): boolean {
+  return !flag.startsWith('--no-');
+}
+
+/** The flag of a boolean row that sets `value` (its flag or its negation), if it has one ('auto' has none). */
+export function boolFlagFor(row: OptionRow, value: unknown): string | undefined {
+  if (typeof value !== 'boolean') return undefined;
+  return [row.flag, row.negation?.flag].find((f): f is string => !!f && flagSets(f) === value);
+}
 
 /** The row of `key`; throws for a key not in the table (a programming error, not a user's). */
 export function optionRow(key: OptionKey): OptionRow {

@@ -23,8 +23,10 @@ export interface NumberSpec {
   readonly max?: number;
 }
 
+/** true or false; `orAuto` also accepts the string 'auto' (a tri-state: forced on, forced off, or decided at run time). */
 export interface BoolSpec {
   readonly type: 'bool';
+  readonly orAuto?: boolean;
 }
 
 export interface EnumSpec {
@@ -46,7 +48,9 @@ export type ValueOf<S extends ValueSpec> = S extends IntSpec
   : S extends NumberSpec
     ? number
     : S extends BoolSpec
-      ? boolean
+      ? S['orAuto'] extends true
+        ? boolean | 'auto'
+        : boolean
       : S extends EnumSpec
         ? S['values'][number]
         : string;
@@ -95,6 +99,7 @@ export function checkValue(spec: ValueSpec, v: unknown): string | null {
       return low || (spec.max !== undefined && v > spec.max) ? message : null;
     }
     case 'bool':
+      if (spec.orAuto) return typeof v === 'boolean' || v === 'auto' ? null : "must be true, false or 'auto'";
       return typeof v === 'boolean' ? null : 'must be true or false';
     case 'enum':
       return typeof v === 'string' && spec.values.includes(v) ? null : `must be ${either(spec.values)}`;
@@ -111,7 +116,7 @@ export function parseValue(spec: ValueSpec, text: string): { value: number | str
   let v: unknown = text;
   if (spec.type === 'int' && !(spec.orAuto && text === 'auto')) v = /^[-+]?\d+$/.test(text.trim()) ? Number(text) : Number.NaN;
   else if (spec.type === 'number') v = text.trim() === '' ? Number.NaN : Number(text);
-  else if (spec.type === 'bool') v = text === 'true' ? true : text === 'false' ? false : text;
+  else if (spec.type === 'bool') v = text === 'true' ? true : text === 'false' ? false : text; // 'auto' stays text
   const error = checkValue(spec, v);
   return error === null ? { value: v as number | string | boolean } : { error };
 }
