@@ -6,6 +6,8 @@
 #include "bmoe/runtime/log_capture.h"
 #include "bmoe/stream/streamer.h"
 
+#include "ggml-cpu.h"
+
 #include <stdexcept>
 
 namespace bmoe {
@@ -45,10 +47,25 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
         throw Napi::Error::New(env, "could not create a context (n_ctx " + std::to_string(p.n_ctx) + ")" +
                                         (why.empty() ? "" : ": " + why));
     }
+    // One thread pool for the context's life. Without it, a build without OpenMP (the prebuilt
+    // binaries use ggml's own pool) creates and joins its worker threads in every graph compute:
+    // once per token resident, once per MoE layer streamed (the eval callback splits the graph at
+    // each routing node). Measured with bmoe-bench targets' prebuilt row (docs/benchmarks.md).
+    // No polling between graphs (poll 0): a streamed decode waits for reads between them, and
+    // spinning workers would take the cores from the read lanes and from the phone's other work.
+    ggml_threadpool_params tpp = ggml_threadpool_params_default(p.threads);
+    tpp.poll = 0;
+    ggml_threadpool * tp = ggml_threadpool_new(&tpp);
+    if (!tp) {
+        llama_free(ctx);
+        throw Napi::Error::New(env, "could not create the compute thread pool (" + std::to_string(p.threads) + " threads)");
+    }
+    llama_attach_threadpool(ctx, tp, tp);
     Napi::Object obj = constructor->New({});
     context_wrap * self = context_wrap::Unwrap(obj);
     self->model   = std::move(model);
     self->ctx     = ctx;
+    self->threadpool = tp;
     self->gen     = std::make_unique<generator>();
     self->gen->ctx     = ctx;
     self->gen->vocab   = llama_model_get_vocab(self->model->model);
@@ -76,6 +93,10 @@ void context_wrap::free_context() {
     if (ctx) {
         llama_free(ctx);
         ctx = nullptr;
+    }
+    if (threadpool) {
+        ggml_threadpool_free(threadpool);
+        threadpool = nullptr;
     }
     gen.reset();
     model.reset();

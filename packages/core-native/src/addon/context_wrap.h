@@ -25,6 +25,8 @@ struct context_wrap : public Napi::ObjectWrap<context_wrap> {
 
     std::shared_ptr<model_state> model;
     llama_context *              ctx = nullptr;
+    // The compute threads, kept for the context's life (freed after it).
+    struct ggml_threadpool *     threadpool = nullptr;
     std::unique_ptr<generator>   gen;
     std::thread                  worker;
     bool                         busy          = false;
