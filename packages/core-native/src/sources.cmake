@@ -32,7 +32,7 @@ add_library(bmoe_policy STATIC
     src/cache/cache_budget.cpp
     src/stream/stream_config.cpp
     src/stream/route_select.cpp
-    src/stream/overlap_choice.cpp)
+    src/stream/decode_choice.cpp)
 target_include_directories(bmoe_policy PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 
 add_library(bmoe_runtime STATIC
@@ -93,7 +93,7 @@ add_test(NAME meminfo COMMAND test_meminfo)
 add_executable(test_route_select test/cpp/test_route_select.cpp)
 target_link_libraries(test_route_select PRIVATE bmoe_policy)
 add_test(NAME route_select COMMAND test_route_select)
-add_executable(test_overlap_choice test/cpp/test_overlap_choice.cpp)
-target_link_libraries(test_overlap_choice PRIVATE bmoe_policy)
-add_test(NAME overlap_choice COMMAND test_overlap_choice)
-add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select test_overlap_choice)
+add_executable(test_decode_choice test/cpp/test_decode_choice.cpp)
+target_link_libraries(test_decode_choice PRIVATE bmoe_policy)
+add_test(NAME decode_choice COMMAND test_decode_choice)
+add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice)

@@ -143,8 +143,17 @@ Napi::Value model_wrap::stream_info(const Napi::CallbackInfo & info) {
     o.Set("ioThreads", s.io_threads);
     o.Set("overlap", s.overlap);
     o.Set("overlapMode", s.overlap_setting);
-    o.Set("overlapSerialMs", s.overlap_serial_ms);
-    o.Set("overlapOverlapMs", s.overlap_overlap_ms);
+    o.Set("routeAhead", s.route_ahead);
+    o.Set("routeAheadMode", s.route_ahead_setting);
+    Napi::Array probe = Napi::Array::New(env, s.probe.size());
+    for (size_t i = 0; i < s.probe.size(); i++) {
+        Napi::Object a = Napi::Object::New(env);
+        a.Set("overlap", s.probe[i].overlap);
+        a.Set("routeAhead", s.probe[i].route_ahead);
+        a.Set("medianMs", s.probe[i].median_ms);
+        probe.Set((uint32_t) i, a);
+    }
+    o.Set("probe", probe);
     o.Set("warning", s.warning);
     o.Set("totalHits", (double) s.total_hits);
     o.Set("totalMisses", (double) s.total_misses);

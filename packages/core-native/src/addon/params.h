@@ -253,17 +253,16 @@ inline stream_config read_stream_config(js_reader & r, const Napi::Object & s) {
     }
     c.cache_ceil_mb = (uint64_t) r.integer(s, "cacheCeilMb", 0, 0, 1ll << 24);
     c.io_threads    = (int32_t) r.integer(s, "ioThreads", 4, 1, 64);
-    // overlap: true / false forces it; "auto" (the default) measures both ways (overlap_choice.h).
-    Napi::Value ov = s.Get("overlap");
-    if (ov.IsString() && ov.As<Napi::String>().Utf8Value() == "auto") {
-        c.overlap = overlap_mode::automatic;
-    } else if (ov.IsUndefined()) {
-        c.overlap = overlap_mode::automatic;
-    } else {
-        c.overlap = r.boolean(s, "overlap", false) ? overlap_mode::on : overlap_mode::off;
-    }
+    // overlap, routeAhead: true / false force them; "auto" (or absent, the default) lets the
+    // streamer measure (decode_choice.h).
+    const auto setting = [&](const char * key) {
+        Napi::Value v = s.Get(key);
+        if (v.IsUndefined() || (v.IsString() && v.As<Napi::String>().Utf8Value() == "auto")) return mode_setting::automatic;
+        return r.boolean(s, key, false) ? mode_setting::on : mode_setting::off;
+    };
+    c.overlap       = setting("overlap");
+    c.route_ahead   = setting("routeAhead");
     c.prefetch      = (int32_t) r.integer(s, "prefetch", 0, 0, 64);
-    c.route_ahead   = r.boolean(s, "routeAhead", true);
     c.odirect       = r.boolean(s, "odirect", true);
     c.force_cache   = r.boolean(s, "forceCache", false);
     const std::string dw = r.string(s, "denseWeights", "mmap");

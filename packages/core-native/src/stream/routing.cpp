@@ -75,7 +75,7 @@ void streamer::route_layer(int32_t layer, const ggml_tensor * ids) {
     decode_tokens = std::max(decode_tokens, (int32_t) n_tok);
     std::vector<int32_t> experts;
     for (int32_t e = 0; e < layout.n_expert; e++) if (need[(size_t) e]) experts.push_back(e);
-    if (cfg.route_ahead) score_ahead(layer, need);
+    score_ahead(layer, need); // a prediction made for this layer (route-ahead in force last layer)
 
     const double t0 = now_ms();
     if ((int32_t) experts.size() > (int32_t) slot_owner.size()) {
@@ -97,7 +97,7 @@ void streamer::route_layer(int32_t layer, const ggml_tensor * ids) {
     if (cfg.prefetch > 0) {
         prefetch_after(layer);
     }
-    if (cfg.route_ahead && n_tok == 1) {
+    if (ahead_now && n_tok == 1) {
         route_ahead_after(layer, ids);
     }
     if (overlap_now) {
@@ -256,7 +256,7 @@ int32_t streamer::next_moe_layer(int32_t layer) const {
 // Slots the pool never shrinks below: the budget, at least one token's experts of a layer, and
 // with route-ahead room for the next layer's predicted experts beside this layer's.
 int32_t streamer::min_slots() const {
-    return std::min<int32_t>(std::max(configured_slots, top_k) + (cfg.route_ahead ? top_k : 0), layout.n_layer * layout.n_expert);
+    return std::min<int32_t>(std::max(configured_slots, top_k) + (cfg.route_ahead != mode_setting::off ? top_k : 0), layout.n_layer * layout.n_expert);
 }
 
 // Route-ahead: layer `next`'s router applied to this layer's hidden state names the experts it

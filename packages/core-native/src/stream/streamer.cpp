@@ -79,11 +79,11 @@ void streamer_unregister(streamer * s) {
 
 streamer::streamer(const stream_config & c, const expert_layout & L, const std::vector<uint8_t *> & mapping_bases, int32_t n_expert_used)
     : cfg(c), layout(L), top_k(n_expert_used) {
-    if (cfg.overlap == overlap_mode::on && !streamer_overlap_supported()) {
+    if (cfg.overlap == mode_setting::on && !streamer_overlap_supported()) {
         throw std::runtime_error("--overlap needs the per-expert wait point in ggml-cpu (patch 0002), which this build lacks");
     }
     // auto without the wait point can only be serial.
-    overlap_pick = overlap_choice(streamer_overlap_supported() ? cfg.overlap : overlap_mode::off);
+    modes = decode_choice(streamer_overlap_supported() ? cfg.overlap : mode_setting::off, cfg.route_ahead);
     if (top_k <= 0 || top_k > layout.n_expert) {
         throw std::runtime_error("experts used per token must be between 1 and " + std::to_string(layout.n_expert) + ", got " + std::to_string(top_k));
     }
@@ -241,10 +241,14 @@ stream_info streamer::info() const {
     i.dense_bytes       = layout.dense_bytes;
     i.top_k             = top_k;
     i.io_threads        = cfg.io_threads;
-    i.overlap           = overlap_pick.chosen();
-    i.overlap_setting   = cfg.overlap == overlap_mode::on ? "on" : cfg.overlap == overlap_mode::off ? "off" : "auto";
-    i.overlap_serial_ms  = overlap_pick.serial_median_ms();
-    i.overlap_overlap_ms = overlap_pick.overlap_median_ms();
+    const auto name = [](mode_setting m) { return m == mode_setting::on ? "on" : m == mode_setting::off ? "off" : "auto"; };
+    i.overlap             = modes.chosen().overlap;
+    i.overlap_setting     = name(cfg.overlap);
+    i.route_ahead         = modes.chosen().ahead;
+    i.route_ahead_setting = name(cfg.route_ahead);
+    if (modes.arms().size() > 1) {
+        for (const auto & a : modes.arms()) i.probe.push_back({ a.mode.overlap, a.mode.ahead, a.median_ms });
+    }
     i.warning           = warning;
     i.total_hits        = total_hits;
     i.total_misses      = total_misses;
@@ -281,7 +285,9 @@ void streamer::begin_decode(std::atomic<bool> * abort) {
     busy0  = lanes->busy_ns.load();
     current_layer = -1;
     decode_tokens = 0;
-    overlap_now   = overlap_pick.next();
+    const decode_mode m = modes.next();
+    overlap_now   = m.overlap;
+    ahead_now     = m.ahead;
     {
         std::lock_guard<std::mutex> lock(err_mu);
         err.clear();
@@ -327,7 +333,8 @@ void streamer::end_decode(token_metrics & m) {
     m.mgmt_ms              = mgmt_ms;
     m.cache_resident_bytes = resident_bytes();
     m.overlapped           = overlap_now ? 1 : 0;
-    overlap_pick.record(overlap_now, decode_tokens == 1, m.wall_ms);
+    m.ahead_on             = ahead_now ? 1 : 0;
+    modes.record({ overlap_now, ahead_now }, decode_tokens == 1, m.wall_ms);
     if (overlap_now) {
         m.io_ms    = (double) (lanes->busy_ns.load() - busy0) / 1e6;
         m.stall_ms = stall_ms;

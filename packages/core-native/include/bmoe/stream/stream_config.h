@@ -1,7 +1,7 @@
 #pragma once
 // Streaming options (one name per thing, as the CLI flags and the engine's StreamOptions) and
 // their validation. Pure: unit-tested without a model.
-#include "bmoe/stream/overlap_choice.h"
+#include "bmoe/stream/decode_choice.h"
 
 #include <cstdint>
 #include <string>
@@ -17,9 +17,9 @@ struct stream_config {
     uint64_t           cache_ceil_mb  = 0;      // --cache-ceil-mb (0 = no ceiling)
     uint64_t           cache_floor_mb = 1024;   // MemAvailable left to the system by "auto"
     int32_t            io_threads     = 4;      // --io-threads (read lanes)
-    overlap_mode       overlap        = overlap_mode::automatic;  // --overlap / --no-overlap / auto (measured)
+    mode_setting       overlap        = mode_setting::automatic;  // --overlap / --no-overlap / auto (measured)
     int32_t            prefetch       = 0;      // --prefetch N (0 = off)
-    bool               route_ahead    = true;   // --route-ahead (on) / --no-route-ahead
+    mode_setting       route_ahead    = mode_setting::automatic;  // --route-ahead / --no-route-ahead / auto (measured)
     bool               odirect        = true;   // --no-odirect turns it off
     dense_weights_mode dense_weights  = dense_weights_mode::mmap;
     bool               force_cache    = false;  // --force-cache

@@ -6,7 +6,7 @@
 #include "bmoe/cache/cache_policy.h"
 #include "bmoe/io/read_lanes.h"
 #include "bmoe/stream/decode_observer.h"
-#include "bmoe/stream/overlap_choice.h"
+#include "bmoe/stream/decode_choice.h"
 #include "bmoe/stream/route_ahead.h"
 #include "bmoe/vm/expert_memory.h"
 #include "bmoe/vm/slot_pool.h"
@@ -34,8 +34,14 @@ struct stream_info {
     int32_t     io_threads        = 0;
     bool        overlap           = false;  // reads overlapped with compute: forced on, or auto chose it last
     std::string overlap_setting;            // "on", "off" or "auto"
-    double      overlap_serial_ms  = 0;     // auto: the last probe's medians per one-token decode
-    double      overlap_overlap_ms = 0;
+    bool        route_ahead = false;        // route-ahead in force now (forced on, or auto chose it)
+    std::string route_ahead_setting;        // "on", "off" or "auto"
+    struct probe_arm {
+        bool   overlap     = false;
+        bool   route_ahead = false;
+        double median_ms   = 0;             // per one-token decode, the last probe (0 before one)
+    };
+    std::vector<probe_arm> probe;           // auto: every combination it compares
     std::string warning;                // e.g. O_DIRECT refused, auto fell back to no cache
     uint64_t    total_hits        = 0;
     uint64_t    total_misses      = 0;
@@ -111,8 +117,9 @@ struct streamer : decode_observer {
     // otherwise they are mapped in place at their canonical addresses (expert_memory).
     bool            redirect = false;
     // This decode's mode (--overlap, --no-overlap, or what auto measured), set in begin_decode.
-    overlap_choice  overlap_pick{ overlap_mode::off };
+    decode_choice   modes{ mode_setting::off, mode_setting::off };
     bool            overlap_now = false;
+    bool            ahead_now   = false;
     int32_t         decode_tokens = 0;   // the widest routing of this decode (1: a generated token)
     uint64_t        total_hits = 0, total_misses = 0;
 

@@ -35,6 +35,7 @@ namespace bmoe {
     X(uint64_t, ahead_read,           aheadRead)          \
     X(uint64_t, ahead_wasted_bytes,   aheadWastedBytes)   \
     X(uint64_t, overlapped,           overlapped)         \
+    X(uint64_t, ahead_on,             aheadOn)            \
     X(uint64_t, major_faults,         majorFaults)        \
     X(uint64_t, minor_faults,         minorFaults)        \
     X(double,   cpu_ms,               cpuMs)              \
