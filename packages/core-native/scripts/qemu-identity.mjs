@@ -35,9 +35,10 @@ function check(name, ok, detail = '') {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
 }
 
-function completionArgs(model) {
-  // The same flags as @bmoe/cli's runLlamaCompletion (the identity reference everywhere).
-  return ['-m', model, '-p', PROMPT, '-n', String(N), '-no-cnv', '--temp', '0', '-t', '2', '-nr', '--no-warmup', '--no-display-prompt', '--simple-io'];
+function completionArgs(model, repack = false) {
+  // The same flags as @bmoe/cli's runLlamaCompletion (the identity reference everywhere); without
+  // -nr it is llama.cpp's default, repacking on (the reference of bmoe --repack).
+  return ['-m', model, '-p', PROMPT, '-n', String(N), '-no-cnv', '--temp', '0', '-t', '2', ...(repack ? [] : ['-nr']), '--no-warmup', '--no-display-prompt', '--simple-io'];
 }
 
 function strip(out) {
@@ -100,11 +101,19 @@ function main() {
         const t1 = performance.now();
         texts.set(a.variant, want);
         check(`${preset}: llama-completion (${a.variant}) runs on arm64 (qemu)`, want.length > 20, `${JSON.stringify(want.slice(0, 50))}… ${(t1 - t0).toFixed(0)} ms`);
-        for (const extra of [[], ['--moe-stream', '--cache-mb', '0', '--io-threads', '2']]) {
+        // The first preset also streams with --repack (ggml's arm64 repacked layouts, converted as
+        // read), against llama-completion with repacking on.
+        const repackWant = preset === PRESETS[0] ? completion(...qemu(a.completion, completionArgs(model, true))) : undefined;
+        const runs = [
+          { what: 'resident', extra: [], want },
+          { what: 'streamed', extra: ['--moe-stream', '--cache-mb', '0', '--io-threads', '2'], want },
+          ...(repackWant === undefined ? [] : [{ what: 'streamed --repack', extra: ['--moe-stream', '--cache-mb', '0', '--io-threads', '2', '--repack'], want: repackWant }]),
+        ];
+        for (const { what, extra, want: expected } of runs) {
           const [cmd, args] = qemu(node, [cli, 'run', model, '-p', PROMPT, '-n', String(N), '-t', '2', '--json', ...extra]);
           const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 900_000, env: { ...process.env, BMOE_NATIVE_PATH: a.addon } });
           const text = r.status === 0 ? textOf(r.stdout) : '';
-          check(`${preset}: bmoe run ${extra.length ? 'streamed' : 'resident'} on the arm64 ${a.variant} addon (qemu) == its llama-completion`, text === want,
+          check(`${preset}: bmoe run ${what} on the arm64 ${a.variant} addon (qemu) == its llama-completion${what.includes('repack') ? ' (repacking on)' : ''}`, text === expected,
             r.status === 0 ? JSON.stringify(text.slice(0, 50)) : `exit ${r.status ?? r.signal}: ${r.stderr.slice(-400)}`);
         }
       }
