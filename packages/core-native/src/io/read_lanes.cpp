@@ -14,6 +14,18 @@
 
 namespace bmoe {
 
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+}  // namespace
+
 // Opens one lane's descriptor on `path`: O_DIRECT unless refused (then buffered, with a warning).
 int read_lanes::open_file(const std::string & path) {
     int fd = -1;
@@ -91,21 +103,28 @@ void read_lanes::submit_all(const std::vector<read_task> & ts) {
 bool read_lanes::wait(const slice_state & s) {
     uint8_t st = s.status.load(std::memory_order_acquire);
     if (st == SLICE_READY) return true;
-    // Short spin: most waits end within a read's latency; then sleep on the condition.
-    for (int i = 0; i < 64 && st == SLICE_READING; i++) {
-        std::this_thread::yield();
+    // Short spin on the flag without system calls (a yield or a futex is a trip into the kernel,
+    // which a paravirtualized guest pays dearly for: the overlap profile in docs/benchmarks.md);
+    // then sleep on the condition, counted in `waiters` so that lanes only wake anyone when
+    // someone sleeps.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+    for (int i = 0; st == SLICE_READING; i++) {
+        cpu_relax();
         st = s.status.load(std::memory_order_acquire);
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
     }
     if (st == SLICE_READING) {
         std::unique_lock<std::mutex> lock(mu);
-        cv_done.wait(lock, [&]() { return s.status.load(std::memory_order_acquire) != SLICE_READING; });
+        waiters.fetch_add(1, std::memory_order_seq_cst);
+        cv_done.wait(lock, [&]() { return s.status.load(std::memory_order_seq_cst) != SLICE_READING; });
+        waiters.fetch_sub(1, std::memory_order_relaxed);
         st = s.status.load(std::memory_order_acquire);
     }
     return st == SLICE_READY;
 }
 
 size_t read_lanes::cancel(slice_state * first, size_t n) {
-    std::lock_guard<std::mutex> lock(mu);
+    std::unique_lock<std::mutex> lock(mu);
     size_t dropped = 0;
     for (auto it = queue.begin(); it != queue.end();) {
         if (it->state >= first && it->state < first + n) {
@@ -116,6 +135,8 @@ size_t read_lanes::cancel(slice_state * first, size_t n) {
             ++it;
         }
     }
+    lock.unlock();
+    if (dropped > 0 && waiters.load(std::memory_order_seq_cst) > 0) cv_done.notify_all(); // a waiter sees ABSENT
     return dropped;
 }
 
@@ -209,12 +230,17 @@ void read_lanes::lane_main(int idx) {
         if (ok) {
             bytes_read += t.len;
         }
-        {
+        if (!ok) {
             std::lock_guard<std::mutex> lock(mu);
-            if (!ok && first_error.empty()) first_error = err;
-            t.state->status.store(ok ? SLICE_READY : SLICE_FAILED, std::memory_order_release);
+            if (first_error.empty()) first_error = err;
         }
-        cv_done.notify_all();
+        // Publish, then wake sleepers only if there are any: a waiter counts itself under `mu`
+        // before it checks the flag, so either it sees this store or this load sees it (seq_cst).
+        t.state->status.store(ok ? SLICE_READY : SLICE_FAILED, std::memory_order_seq_cst);
+        if (waiters.load(std::memory_order_seq_cst) > 0) {
+            { std::lock_guard<std::mutex> lock(mu); }
+            cv_done.notify_all();
+        }
     }
 }
 
