@@ -98,9 +98,9 @@ function settingsText(st) {
   if (o.stream) {
     parts.unshift('--moe-stream');
     parts.push(o.stream.cacheMb === 'auto' ? `cache auto ≤ ${o.stream.cacheCeilMb} MiB` : `cache ${o.stream.cacheMb} MiB`);
-    // overlap: true / false forced, 'auto' (the rule's choice) measured by the streamer.
-    const overlap = o.stream.overlap === 'auto' || o.stream.overlap === undefined ? 'overlap auto' : o.stream.overlap ? 'overlap' : 'no overlap';
-    parts.push(`lanes ${o.stream.ioThreads}`, overlap);
+    // overlap, routeAhead: true / false forced, 'auto' (the rule's choice) measured by the streamer.
+    const mode = (v, name) => (v === 'auto' || v === undefined ? `${name} auto` : v ? name : `no ${name}`);
+    parts.push(`lanes ${o.stream.ioThreads}`, mode(o.stream.overlap, 'overlap'), mode(o.stream.routeAhead, 'route-ahead'));
   } else {
     parts.unshift('resident');
   }

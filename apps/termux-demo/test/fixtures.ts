@@ -15,7 +15,7 @@ const MiB = 1024 * 1024;
 /**
  * A phone too small to hold `path` resident, with room for an expert cache of 2.5 working sets:
  * the settings rule then streams it through a warm-capable cache (cores: 1, so one compute
- * thread, which keeps a shared 2-core machine responsive; overlap auto, measured by the streamer).
+ * thread, which keeps a shared 2-core machine responsive; overlap and route-ahead auto, measured by the streamer).
  */
 export async function streamingDevice(path: string): Promise<DeviceFacts> {
   const info = await inspectModel(path);

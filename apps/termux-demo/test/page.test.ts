@@ -146,7 +146,7 @@ describe('the chat page at 360×800', () => {
     expect(await first.getAttribute('class')).toContain('current');
     expect(await first.locator('.facts').innerText()).toMatch(/^9 MiB of 2\.\d GiB RAM \(0%\) · qwen3moe, 4 layers, 16 experts top-4, dense \d MiB$/);
     const expected = demo.state().model!.settings!;
-    expect(await first.locator('.opts').innerText()).toBe(`--moe-stream · threads 1 · ctx 4096 · cache auto ≤ ${expected.cacheCeilMb} MiB · lanes 4 · overlap auto`);
+    expect(await first.locator('.opts').innerText()).toBe(`--moe-stream · threads 1 · ctx 4096 · cache auto ≤ ${expected.cacheCeilMb} MiB · lanes 4 · overlap auto · route-ahead auto`);
     expect(await first.locator('.why').innerText()).toBe(expected.reason);
     expect(await first.locator('.load').isDisabled()).toBe(true);
     const second = items.nth(1);

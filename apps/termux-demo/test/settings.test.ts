@@ -34,8 +34,8 @@ describe('the demo settings', () => {
     const r = chooseSettings(m, phone8);
     const ceil = Math.floor((4 * GiB - m.denseBytes - RULE.overheadBytes) / MiB);
     expect(r).toMatchObject({ mode: 'stream', cacheCeilMb: ceil });
-    expect(r.load.stream).toEqual({ moeStream: true, cacheMb: 'auto', cacheCeilMb: ceil, ioThreads: 4, overlap: 'auto' });
-    expect(r.reason).toBe(`streaming experts (model 17.2 GiB + 512 MiB runtime > 4.0 GiB available), cache auto ≤ ${ceil} MiB, 4 read lanes, overlap auto, 4 threads`);
+    expect(r.load.stream).toEqual({ moeStream: true, cacheMb: 'auto', cacheCeilMb: ceil, ioThreads: 4, overlap: 'auto', routeAhead: 'auto' });
+    expect(r.reason).toBe(`streaming experts (model 17.2 GiB + 512 MiB runtime > 4.0 GiB available), cache auto ≤ ${ceil} MiB, 4 read lanes, overlap auto, route-ahead auto, 4 threads`);
   });
 
   it('deviceWithUsable plans a device on which the rule may hold exactly that much', () => {
@@ -47,7 +47,7 @@ describe('the demo settings', () => {
 describe('runFlags', () => {
   it('spells the settings as bmoe run flags', () => {
     const r = chooseSettings(moe(1.2 * GiB, 16 * GiB, 280 * MiB), phone8);
-    // Overlap 'auto' is what no overlap flag means.
+    // Overlap and route-ahead 'auto' are what no overlap / route-ahead flag means.
     expect(runFlags(r.load).join(' ')).toBe(`-t 4 -c 4096 --moe-stream --cache-mb auto --cache-ceil-mb ${r.cacheCeilMb} --io-threads 4`);
     expect(runFlags(chooseSettings(moe(1 * GiB, 1 * GiB, 10 * MiB), phone8).load).join(' ')).toBe('-t 4 -c 4096');
   });

@@ -29,6 +29,11 @@ export const SPEC_QWEN_EXPERT_BYTES = 17_550_000_000;
 
 const MiB = 1024 * 1024;
 
+/** A serial row: no overlap, no route-ahead (both are auto unless said). */
+const SERIAL = '--no-overlap --no-route-ahead';
+/** An overlap row: overlap forced, no route-ahead. */
+const OVERLAP = '--overlap --no-route-ahead';
+
 /**
  * The matrix's built-in model (made once when `--model` is not given): the spec's Qwen3-30B-A3B
  * shape and quantization with 8 of its 48 layers, and the router skew `bmoe-bench calibrate`
@@ -41,18 +46,23 @@ export function specCachePercent(mib: number): number {
   return Math.round(((mib * MiB) / SPEC_QWEN_EXPERT_BYTES) * 10000) / 100;
 }
 
-/** The spec's eight rows, cache sizes in MiB as on the phone, plus the llama.cpp peer row. */
+/**
+ * The spec's eight rows, cache sizes in MiB as on the phone, plus the llama.cpp peer row. Every
+ * streamed row says its overlap and route-ahead (both default to auto, which would mix decode
+ * modes while it measures): serial rows --no-overlap --no-route-ahead, overlap rows --overlap
+ * --no-route-ahead, so each row measures what its name says.
+ */
 function specRows(cache2000: string, cache4000: string): BenchConfig[] {
   const b = (id: string, label: string, flags: string): BenchConfig => ({ id, label, flags, tool: 'bmoe' });
   return [
     b('mmap', 'solo mmap (no streaming)', ''),
-    b('stream-c0-l4', 'streaming O_DIRECT, cache 0, lane 4', '--moe-stream'),
-    b('c2000-l2', 'streaming + cache 2000 MiB, lane 2', `--moe-stream --cache-mb ${cache2000} --io-threads 2`),
-    b('c2000-l4', 'streaming + cache 2000 MiB, lane 4', `--moe-stream --cache-mb ${cache2000} --io-threads 4`),
-    b('c4000-l2', 'streaming + cache 4000 MiB, lane 2', `--moe-stream --cache-mb ${cache4000} --io-threads 2`),
-    b('c4000-l4', 'streaming + cache 4000 MiB, lane 4', `--moe-stream --cache-mb ${cache4000} --io-threads 4`),
-    b('overlap-c0-l4', 'streaming O_DIRECT + overlap, cache 0, lane 4', '--moe-stream --cache-mb 0 --io-threads 4 --overlap'),
-    b('overlap-c4000-l4', 'streaming + cache 4000 MiB, lane 4, overlap', `--moe-stream --cache-mb ${cache4000} --io-threads 4 --overlap`),
+    b('stream-c0-l4', 'streaming O_DIRECT, cache 0, lane 4', `--moe-stream ${SERIAL}`),
+    b('c2000-l2', 'streaming + cache 2000 MiB, lane 2', `--moe-stream --cache-mb ${cache2000} --io-threads 2 ${SERIAL}`),
+    b('c2000-l4', 'streaming + cache 2000 MiB, lane 4', `--moe-stream --cache-mb ${cache2000} --io-threads 4 ${SERIAL}`),
+    b('c4000-l2', 'streaming + cache 4000 MiB, lane 2', `--moe-stream --cache-mb ${cache4000} --io-threads 2 ${SERIAL}`),
+    b('c4000-l4', 'streaming + cache 4000 MiB, lane 4', `--moe-stream --cache-mb ${cache4000} --io-threads 4 ${SERIAL}`),
+    b('overlap-c0-l4', 'streaming O_DIRECT + overlap, cache 0, lane 4', `--moe-stream --cache-mb 0 --io-threads 4 ${OVERLAP}`),
+    b('overlap-c4000-l4', 'streaming + cache 4000 MiB, lane 4, overlap', `--moe-stream --cache-mb ${cache4000} --io-threads 4 ${OVERLAP}`),
     { id: 'llama-completion', label: "llama.cpp's llama-completion (mmap, -nr)", flags: '-nr', tool: 'llama-completion' },
   ];
 }
@@ -68,7 +78,7 @@ export const BUILTIN_SETS: Record<string, () => BenchConfig[]> = {
   'spec-mib': () => specRows('2000', '4000'),
   smoke: () => [
     { id: 'mmap', label: 'solo mmap (no streaming)', flags: '', tool: 'bmoe' },
-    { id: 'c50-l2', label: 'streaming + cache 50 %, lane 2', flags: '--moe-stream --cache-mb 50% --io-threads 2', tool: 'bmoe' },
+    { id: 'c50-l2', label: 'streaming + cache 50 %, lane 2', flags: `--moe-stream --cache-mb 50% --io-threads 2 ${SERIAL}`, tool: 'bmoe' },
   ],
 };
 

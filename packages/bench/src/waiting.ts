@@ -5,8 +5,9 @@
 // whether they steal the cores from the lanes and from other processes (a phone is never idle).
 // `bmoe` is what bmoe does when nobody says (core-native's loader sets passive); `libgomp` is
 // libgomp's own default (spin 300000 times, then sleep), chosen with GOMP_SPINCOUNT=300000.
-// Each cell is `bmoe run --moe-stream` under one policy, alone or beside one busy process; the
-// cells are interleaved over rounds and each reports its median.
+// Each cell is `bmoe run --moe-stream` (serial, no route-ahead: --no-overlap --no-route-ahead, so
+// auto's probe does not mix in other decode modes) under one policy, alone or beside one busy
+// process; the cells are interleaved over rounds and each reports its median.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { nativeBuild } from '@bmoe/engine';
 import { percentile } from '@bmoe/engine/metrics';
@@ -46,7 +47,7 @@ const POLICY_ENV: Record<WaitPolicy, string[]> = {
 export function waitingArgv(o: WaitingOptions, policy: WaitPolicy): string[] {
   const env = ['env', ...POLICY_ENV[policy]];
   return [...env, ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json',
-    '--moe-stream', '--cache-mb', String(o.cacheMb), '--io-threads', String(o.lanes)];
+    '--moe-stream', '--cache-mb', String(o.cacheMb), '--io-threads', String(o.lanes), '--no-overlap', '--no-route-ahead'];
 }
 
 /** One process that keeps one core busy (the neighbour), until killed. */

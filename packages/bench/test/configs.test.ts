@@ -14,18 +14,18 @@ describe('config sets', () => {
     const rows = loadConfigSet('spec-mib');
     expect(rows.map((r) => r.flags)).toEqual([
       '',
-      '--moe-stream',
-      '--moe-stream --cache-mb 2000 --io-threads 2',
-      '--moe-stream --cache-mb 2000 --io-threads 4',
-      '--moe-stream --cache-mb 4000 --io-threads 2',
-      '--moe-stream --cache-mb 4000 --io-threads 4',
-      '--moe-stream --cache-mb 0 --io-threads 4 --overlap',
-      '--moe-stream --cache-mb 4000 --io-threads 4 --overlap',
+      '--moe-stream --no-overlap --no-route-ahead',
+      '--moe-stream --cache-mb 2000 --io-threads 2 --no-overlap --no-route-ahead',
+      '--moe-stream --cache-mb 2000 --io-threads 4 --no-overlap --no-route-ahead',
+      '--moe-stream --cache-mb 4000 --io-threads 2 --no-overlap --no-route-ahead',
+      '--moe-stream --cache-mb 4000 --io-threads 4 --no-overlap --no-route-ahead',
+      '--moe-stream --cache-mb 0 --io-threads 4 --overlap --no-route-ahead',
+      '--moe-stream --cache-mb 4000 --io-threads 4 --overlap --no-route-ahead',
       '-nr',
     ]);
     expect(rows.at(-1)?.tool).toBe('llama-completion');
     const pct = loadConfigSet('spec');
-    expect(pct[2]?.flags).toBe(`--moe-stream --cache-mb ${specCachePercent(2000)}% --io-threads 2`);
+    expect(pct[2]?.flags).toBe(`--moe-stream --cache-mb ${specCachePercent(2000)}% --io-threads 2 --no-overlap --no-route-ahead`);
   });
 
   it("the spec's expert bytes match the plan of the qwen3-30b-a3b preset at Q4_K_M (within 0.5 %)", () => {

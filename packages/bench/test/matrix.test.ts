@@ -62,15 +62,17 @@ describe('bmoe-bench matrix + analyze on a tiny fixture', () => {
     expect(rec.status).toBe('ok');
     // 50 % of this model's expert bytes, in whole MiB, is what the row ran with
     const expertMiB = rec.model.expertBytes / 2 ** 20;
-    expect(rec.config.resolvedFlags).toEqual(['--moe-stream', '--cache-mb', String(Math.max(1, Math.round(0.5 * expertMiB))), '--io-threads', '2']);
-    expect(rec.argv).toEqual(expect.arrayContaining(['run', model, '--moe-stream', '--io-threads', '2']));
+    expect(rec.config.resolvedFlags).toEqual(['--moe-stream', '--cache-mb', String(Math.max(1, Math.round(0.5 * expertMiB))), '--io-threads', '2', '--no-overlap', '--no-route-ahead']);
+    expect(rec.argv).toEqual(expect.arrayContaining(['run', model, '--moe-stream', '--io-threads', '2', '--no-overlap', '--no-route-ahead']));
     const tokens = parseMetricsCsv(readFileSync(join(out, 'tiny__c50-l2.csv'), 'utf8'), 'csv');
     expect(tokens).toHaveLength(12);
+    // A serial row without route-ahead measures only that: no decode overlapped or read ahead.
+    expect(tokens.every((m) => m.overlapped === 0 && m.aheadOn === 0)).toBe(true);
     expect(rec.summary?.decodes).toBe(11);
     expect(rec.summary?.expertHits).toBeGreaterThan(0);
     // the log holds the run's own end-of-run lines (the analyzer reads hit and flash from them)
     const log = readFileSync(join(out, 'tiny__c50-l2.log'), 'utf8');
-    expect(log).toMatch(/^moe-stream: read /m);
+    expect(log).toMatch(/^moe-stream: read .*, overlap off, route-ahead off$/m);
     expect(log).toMatch(/^moe-cache: hit /m);
     // device pressure: RSS and MemAvailable measured here; no thermal zones on this VM → null, not 0
     expect(rec.pressure.peakRssBytes).toBeGreaterThan(10 * 2 ** 20);

@@ -26,6 +26,8 @@ describe('waiting cells', () => {
     expect(waitingArgv(o, 'libgomp').slice(0, 5)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=300000', 'bmoe']);
     expect(waitingArgv(o, 'bmoe').slice(0, 6)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'bmoe']);
     expect(waitingArgv(o, 'active')).toContain('--moe-stream');
+    // Serial without route-ahead, as measured: auto would mix decode modes in while it probes.
+    expect(waitingArgv(o, 'active').slice(-2)).toEqual(['--no-overlap', '--no-route-ahead']);
   });
   it('takes the median of the rounds', () => {
     expect(median([3, 1, 2])).toBe(2);

@@ -73,7 +73,7 @@ export async function runGeneration(spec: GenerationSpec): Promise<number> {
         text: res.text,
         summary: res.summary,
         load: model.info.load,
-        // Now, not at load: overlap auto's choice and probe medians are measured while decoding.
+        // Now, not at load: auto's choice of overlap and route-ahead, and its probe medians, are measured while decoding.
         stream: model.streamInfo(),
       });
     }

@@ -74,7 +74,7 @@ describe.runIf(nativeAvailable && isRoot)('bmoe run with no streaming flag insid
   it('prints one line saying it streams because of the memory cgroup, and keeps a cache inside the limit', () => {
     const chosen = lines(run.stderr).filter((l) => l.startsWith('bmoe: '));
     expect(chosen).toHaveLength(1);
-    const m = /^bmoe: streaming experts \(model 3\.0 GiB \+ 512 MiB runtime > ([\d.]+) GiB available in this memory cgroup\), cache auto ≤ (\d+) MiB, (\d) read lanes, overlap auto, (\d) threads?$/.exec(chosen[0]!);
+    const m = /^bmoe: streaming experts \(model 3\.0 GiB \+ 512 MiB runtime > ([\d.]+) GiB available in this memory cgroup\), cache auto ≤ (\d+) MiB, (\d) read lanes, overlap auto, route-ahead auto, (\d) threads?$/.exec(chosen[0]!);
     expect(m, chosen[0]).not.toBeNull();
     const ceilMb = Number(m![2]);
     const done = lines(run.stdout).map((l) => JSON.parse(l) as DoneEvent | TokenEvent).find((e): e is DoneEvent => e.type === 'done')!;

@@ -1,6 +1,6 @@
 // Greedy identity with llama.cpp's own llama-completion (built from the same pinned source, with
 // repacking off like bmoe's default) on the tiny fixture of every architecture: resident, streamed
-// (no cache serial, the defaults — overlap auto, route-ahead — and a cache plus overlap), and with a
+// (no cache serial, the defaults — overlap and route-ahead auto — and a cache plus overlap and route-ahead), and with a
 // top-k override on both sides.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -56,12 +56,12 @@ describe.each(ARCHS)('$preset: bmoe equals llama-completion -nr', ({ preset, arc
     expect(await bmoeText(model, ['--moe-stream', '--cache-mb', '0', '--io-threads', '4', '--no-overlap', '--no-route-ahead'])).toBe(expected);
   });
 
-  it('streamed with the defaults (overlap auto, route-ahead on), no cache', async () => {
+  it('streamed with the defaults (overlap auto, route-ahead auto), no cache', async () => {
     expect(await bmoeText(model, ['--moe-stream', '--cache-mb', '0'])).toBe(expected);
   });
 
-  it('streamed with a cache, overlap and prefetch', async () => {
-    expect(await bmoeText(model, ['--moe-stream', '--cache-mb', '8', '--force-cache', '--overlap', '--prefetch', '2'])).toBe(expected);
+  it('streamed with a cache, overlap, route-ahead and prefetch', async () => {
+    expect(await bmoeText(model, ['--moe-stream', '--cache-mb', '8', '--force-cache', '--overlap', '--route-ahead', '--prefetch', '2'])).toBe(expected);
   });
 
   it('--n-expert-used K−1 streamed equals llama-completion with the same override, and changes the text', async () => {

@@ -62,6 +62,8 @@ describe('flags from the option table', () => {
     { stream: { moeStream: true, overlap: false } },
     { stream: { moeStream: true, overlap: true, routeAhead: false } },
     { stream: { moeStream: true, overlap: false, routeAhead: true } },
+    { stream: { moeStream: true, overlap: true, routeAhead: true } },
+    { stream: { moeStream: true, routeAhead: false } },
     { stream: { moeStream: false } },
   ])('options → flags → options goes round: %j', (options) => {
     expect(parseModelFlags(loadOptionFlags(options)).load).toEqual(options);
@@ -77,17 +79,23 @@ describe('flags from the option table', () => {
     expect(parseModelFlags(['--moe-stream', '--overlap', '--no-overlap']).load.stream?.overlap).toBe(false);
   });
 
-  it('route-ahead is on unless --no-route-ahead; --route-ahead is still accepted', () => {
+  it("route-ahead is a tri-state too: --route-ahead forces it, --no-route-ahead forbids it, neither leaves it 'auto'", () => {
     expect(parseModelFlags(['--moe-stream', '--no-route-ahead']).load).toEqual({ stream: { moeStream: true, routeAhead: false } });
     expect(parseModelFlags(['--moe-stream', '--route-ahead']).load).toEqual({ stream: { moeStream: true, routeAhead: true } });
     expect(parseModelFlags(['--moe-stream']).load.stream).not.toHaveProperty('routeAhead');
+    expect(parseModelFlags(loadOptionFlags({ stream: { moeStream: true, routeAhead: 'auto' } })).load).toEqual({ stream: { moeStream: true } });
+    expect(parseModelFlags(['--moe-stream', '--no-route-ahead', '--route-ahead']).load.stream?.routeAhead).toBe(true);
   });
 
   it('documents the tri-state and the negations in --help', () => {
     const help = runCommand(new Command('bmoe')).helpInformation().replace(/\s+/g, ' ');
-    expect(help).toContain("--overlap always hide each layer's expert reads behind its expert compute; auto (neither flag) times one-token decodes both ways");
+    expect(help).toContain(
+      "--overlap always hide each layer's expert reads behind its expert compute; auto (neither flag) times one-token decodes in every allowed combination of overlap and route-ahead",
+    );
     expect(help).toContain('--no-overlap never overlap');
-    expect(help).toContain('costs top-k extra cache slots); on unless --no-route-ahead --no-route-ahead');
+    expect(help).toContain('--route-ahead always read the experts the next MoE layer');
+    expect(help).toContain('auto (neither flag) measures it against the other combinations of overlap and route-ahead (see --overlap) and keeps it only where faster');
+    expect(help).toContain("--no-route-ahead never read ahead on the next MoE layer's predicted routing");
   });
 
   it('generation flags go round too', () => {

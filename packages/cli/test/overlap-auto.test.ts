@@ -1,10 +1,11 @@
-// Overlap as on / off / auto (issue 14 item 1) end to end on a tiny streamed model. With neither
-// --overlap nor --no-overlap the streamer measures: it times one-token decodes serial and
-// overlapped, interleaved (4 each), so the first generated tokens go both ways, then keeps the
-// faster one. Either way the tokens and the logits stay bit-identical to the resident run; the
-// CSV's `overlapped` column says which way each decode went (all 1 with --overlap, all 0 with
-// --no-overlap), and the `moe-stream:` line says the mode and, for auto, the share of tokens
-// overlapped and the probe's medians, as the --json `done` event's stream state does.
+// Overlap and route-ahead as on / off / auto (issue 14 items 1–2) end to end on a tiny streamed
+// model. With neither --overlap/--no-overlap nor --route-ahead/--no-route-ahead the streamer
+// measures: it times one-token decodes in every allowed combination, round robin (serial, overlap,
+// route-ahead, overlap + route-ahead; 4 each), so the first generated tokens go every way, then
+// keeps the fastest (a tie keeps the simpler). Either way the tokens and the logits stay
+// bit-identical to the resident run; the CSV's `overlapped` and `ahead_on` columns say which way
+// each decode went (constant when forced), and the `moe-stream:` line says the modes and, for
+// auto, the shares of tokens and the probe's medians, as the --json `done` event's stream state does.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,8 +18,18 @@ import { greedyLogits, lines, runCli } from './helpers.js';
 const native = await requireNative('the native addon', () => nativeBuild());
 const PROMPT = 'Once upon a time the mother looked at the birds';
 const N = 24;
-/** Decodes per arm of auto's probe (core-native stream/overlap_choice.h). */
+/** Decodes per arm of auto's probe (core-native stream/decode_choice.h). */
 const PROBE_PER_ARM = 4;
+/** The combinations auto compares when both are auto, in probe order: (overlapped, ahead_on). */
+const ARMS = [
+  [0, 0],
+  [1, 0],
+  [0, 1],
+  [1, 1],
+] as const;
+
+/** (overlapped, ahead_on) of each record. */
+const pairs = (csv: TokenMetrics[]): string[] => csv.map((m) => `${m.overlapped},${m.aheadOn}`);
 
 interface Run {
   tokens: number[];
@@ -52,7 +63,7 @@ async function bmoeRun(flags: string[]): Promise<Run> {
 
 const STREAM = ['--moe-stream', '--cache-mb', '0'];
 
-describe.runIf(native)('overlap on / off / auto (tiny-qwen3moe, streamed, no cache)', () => {
+describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, streamed, no cache)', () => {
   let resident: Run;
 
   beforeAll(async () => {
@@ -68,57 +79,92 @@ describe.runIf(native)('overlap on / off / auto (tiny-qwen3moe, streamed, no cac
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('auto (no flag): the probe goes both ways in the first 8 tokens, and the tokens stay the resident ones', async () => {
+  it('auto (no flag): the probe cycles the 4 combinations in the first 16 tokens, keeps the fastest, and the tokens stay the resident ones', async () => {
     const r = await bmoeRun(STREAM);
     expect(r.tokens).toEqual(resident.tokens);
-    const overlapped = r.csv.map((m) => m.overlapped);
-    expect(overlapped.every((o) => o === 0 || o === 1), overlapped.join(',')).toBe(true);
-    expect([...new Set(overlapped.slice(0, 8))].sort(), overlapped.join(',')).toEqual([0, 1]);
-    // The probe's decodes alternate, serial first: tokens 1…8 after the prompt's.
-    expect(overlapped.slice(1, 1 + 2 * PROBE_PER_ARM), overlapped.join(',')).toEqual([0, 1, 0, 1, 0, 1, 0, 1]);
+    const all = pairs(r.csv);
+    for (const m of r.csv) expect([m.overlapped, m.aheadOn].every((v) => v === 0 || v === 1), all.join(' ')).toBe(true);
+    // The probe's decodes go round robin, serial first: tokens 1…16 after the prompt's.
+    const probeDecodes = ARMS.length * PROBE_PER_ARM;
+    const cycle = Array.from({ length: probeDecodes }, (_, i) => ARMS[i % ARMS.length]!.join(','));
+    expect(all.slice(1, 1 + probeDecodes), all.join(' ')).toEqual(cycle);
 
-    // The stream state at the end: auto, and the medians of the probe that ended.
-    expect(r.stream).toMatchObject({ overlapMode: 'auto' });
-    expect(r.stream!.overlapSerialMs).toBeGreaterThan(0);
-    expect(r.stream!.overlapOverlapMs).toBeGreaterThan(0);
-    // After the probe, auto keeps the faster way (a tie stays serial).
-    const chose = r.stream!.overlapOverlapMs < r.stream!.overlapSerialMs ? 1 : 0;
-    expect(r.stream!.overlap).toBe(chose === 1);
-    expect(new Set(overlapped.slice(1 + 2 * PROBE_PER_ARM)), overlapped.join(',')).toEqual(new Set([chose]));
+    // The stream state at the end: both auto, and every combination's median from the probe that ended.
+    expect(r.stream).toMatchObject({ overlapMode: 'auto', routeAheadMode: 'auto' });
+    const probe = r.stream!.probe;
+    expect(probe.map((a) => [Number(a.overlap), Number(a.routeAhead)])).toEqual(ARMS.map((a) => [...a]));
+    for (const a of probe) expect(a.medianMs).toBeGreaterThan(0);
+    // After the probe, auto keeps the lowest median (a tie keeps the earlier, simpler one).
+    const best = probe.reduce((b, a) => (a.medianMs < b.medianMs ? a : b));
+    expect({ overlap: r.stream!.overlap, routeAhead: r.stream!.routeAhead }).toEqual({ overlap: best.overlap, routeAhead: best.routeAhead });
+    expect(new Set(all.slice(1 + probeDecodes)), all.join(' ')).toEqual(new Set([`${Number(best.overlap)},${Number(best.routeAhead)}`]));
 
     // The summary and the moe-stream: line say so; the line parses back to the summary's numbers.
     const decodes = r.csv.slice(1);
-    const share = (100 * decodes.filter((m) => m.overlapped === 1).length) / decodes.length;
-    expect(r.summary).toMatchObject({ overlapMode: 'auto', overlapSerialMs: r.stream!.overlapSerialMs, overlapOverlapMs: r.stream!.overlapOverlapMs });
-    expect(r.summary.overlappedPercent).toBeCloseTo(share, 9);
+    const share = (pick: (m: TokenMetrics) => number): number => (100 * decodes.filter((m) => pick(m) === 1).length) / decodes.length;
+    expect(r.summary).toMatchObject({ overlapMode: 'auto', routeAheadMode: 'auto', probe });
+    expect(r.summary.overlappedPercent).toBeCloseTo(share((m) => m.overlapped), 9);
+    expect(r.summary.aheadOnPercent).toBeCloseTo(share((m) => m.aheadOn), 9);
     const line = r.stderr.split('\n').find((l) => l.startsWith('moe-stream:'));
-    expect(line).toMatch(/, overlap auto: on for [\d.]+ % of tokens \(probe: serial [\d.]+ ms, overlap [\d.]+ ms\)$/);
+    expect(line).toMatch(
+      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial [\d.]+ ms, overlap [\d.]+ ms, route-ahead [\d.]+ ms, overlap \+ route-ahead [\d.]+ ms\)$/,
+    );
     const parsed = parseEndOfRunLines(r.stderr).moeStream!;
-    expect(parsed).toMatchObject({ overlapMode: 'auto', overlappedPercent: Number(formatNumber(share, 1)) });
-    expect(parsed.overlapSerialMs).toBe(Number(formatNumber(r.stream!.overlapSerialMs, 1)));
+    expect(parsed).toMatchObject({
+      overlapMode: 'auto',
+      overlappedPercent: Number(formatNumber(share((m) => m.overlapped), 1)),
+      routeAheadMode: 'auto',
+      aheadOnPercent: Number(formatNumber(share((m) => m.aheadOn), 1)),
+    });
+    expect(parsed.probe).toEqual(probe.map((a) => ({ ...a, medianMs: Number(formatNumber(a.medianMs, 1)) })));
+  }, 300_000);
+
+  it('--no-route-ahead: auto compares serial and overlap only, alternating, and never reads ahead', async () => {
+    const r = await bmoeRun([...STREAM, '--no-route-ahead']);
+    expect(r.tokens).toEqual(resident.tokens);
+    const overlapped = r.csv.map((m) => m.overlapped);
+    expect(overlapped.slice(1, 1 + 2 * PROBE_PER_ARM), overlapped.join(',')).toEqual([0, 1, 0, 1, 0, 1, 0, 1]);
+    expect(new Set(r.csv.map((m) => m.aheadOn))).toEqual(new Set([0]));
+    expect(r.stream).toMatchObject({ overlapMode: 'auto', routeAheadMode: 'off', routeAhead: false });
+    expect(r.stream!.probe.map((a) => [a.overlap, a.routeAhead])).toEqual([
+      [false, false],
+      [true, false],
+    ]);
+    expect(r.summary).toMatchObject({ routeAheadMode: 'off', aheadOnPercent: 0 });
+    const line = r.stderr.split('\n').find((l) => l.startsWith('moe-stream:'));
+    expect(line).toMatch(/, overlap auto: on for [\d.]+ % of tokens, route-ahead off \(probe: serial [\d.]+ ms, overlap [\d.]+ ms\)$/);
   }, 300_000);
 
   it('auto gives the resident logits, bit for bit, through the engine too', async () => {
     const load = { stream: { moeStream: true, cacheMb: 0 } };
     const reference = await greedyLogits(model, {}, PROMPT, N);
-    const auto = await greedyLogits(model, load, PROMPT, N, (m) => expect(m.info.options.stream?.overlap).toBe('auto'));
+    const auto = await greedyLogits(model, load, PROMPT, N, (m) => expect(m.info.options.stream).toMatchObject({ overlap: 'auto', routeAhead: 'auto' }));
     expect(auto.tokens).toEqual(reference.tokens);
     expect(auto.logits.length).toBe(reference.logits.length);
     expect(auto.logits.every((l, i) => l.equals(reference.logits[i]!))).toBe(true);
   }, 300_000);
 
-  it('--overlap overlaps every decode, --no-overlap none, with the resident tokens', async () => {
-    for (const [flag, want, mode] of [['--overlap', 1, 'on'], ['--no-overlap', 0, 'off']] as const) {
-      const r = await bmoeRun([...STREAM, flag]);
-      expect(r.tokens, flag).toEqual(resident.tokens);
-      // The prompt's decode too: a forced mode has no probe.
-      expect(new Set(r.csv.map((m) => m.overlapped)), flag).toEqual(new Set([want]));
-      expect(r.stream, flag).toMatchObject({ overlapMode: mode, overlap: want === 1, overlapSerialMs: 0, overlapOverlapMs: 0 });
-      expect(r.summary, flag).toMatchObject({ overlapMode: mode, overlappedPercent: 100 * want, overlapSerialMs: null });
+  it('forced flags give constant columns, no probe, and the resident tokens', async () => {
+    const cases = [
+      [['--overlap', '--route-ahead'], 1, 1, 'on', 'on'],
+      [['--no-overlap', '--no-route-ahead'], 0, 0, 'off', 'off'],
+      [['--no-overlap', '--route-ahead'], 0, 1, 'off', 'on'],
+      [['--overlap', '--no-route-ahead'], 1, 0, 'on', 'off'],
+    ] as const;
+    for (const [flags, overlapped, aheadOn, overlapMode, routeAheadMode] of cases) {
+      const what = flags.join(' ');
+      const r = await bmoeRun([...STREAM, ...flags]);
+      expect(r.tokens, what).toEqual(resident.tokens);
+      // The prompt's decode too: forced modes have no probe.
+      expect(new Set(pairs(r.csv)), what).toEqual(new Set([`${overlapped},${aheadOn}`]));
+      expect(r.stream, what).toMatchObject({ overlapMode, overlap: overlapped === 1, routeAheadMode, routeAhead: aheadOn === 1, probe: [] });
+      expect(r.summary, what).toMatchObject({ overlapMode, overlappedPercent: 100 * overlapped, routeAheadMode, aheadOnPercent: 100 * aheadOn, probe: null });
       const line = r.stderr.split('\n').find((l) => l.startsWith('moe-stream:'));
-      expect(line, flag).toMatch(new RegExp(`MiB/s, overlap ${mode}$`));
+      expect(line, what).toMatch(new RegExp(`MiB/s, overlap ${overlapMode}, route-ahead ${routeAheadMode}$`));
       // Serial decodes stall nothing; their reads are the io_ms the decode waited.
-      if (want === 0) expect(r.csv.every((m) => m.stallMs === 0), flag).toBe(true);
+      if (overlapped === 0) expect(r.csv.every((m) => m.stallMs === 0), what).toBe(true);
+      // Route-ahead forced on predicts; off predicts nothing.
+      expect(r.summary.aheadRouted > 0, what).toBe(aheadOn === 1);
     }
   }, 300_000);
 });

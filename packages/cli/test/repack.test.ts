@@ -59,7 +59,7 @@ describe('--repack', () => {
       { cacheMb: 0 },
       { cacheMb: 1, forceCache: true },
       { cacheMb: 64 },
-      { cacheMb: 0, overlap: true },
+      { cacheMb: 0, overlap: true, routeAhead: true },
       { cacheMb: 0, overlap: false, routeAhead: false },
     ] as const;
     for (const stream of configs) {

@@ -1,6 +1,6 @@
-// Route-ahead reads (issue 14 item 2) end to end: on by default when streaming, `--route-ahead`
-// (still accepted) and `--no-route-ahead` reach the addon as stream.routeAhead; streamed runs with
-// it (no cache, partial, all cached, serial, overlap, overlap auto) give tokens and logits
+// Route-ahead reads (issue 14 item 2) end to end: `--route-ahead` (forced on), `--no-route-ahead`
+// (off) and neither (auto: measured, kept only where faster) reach the addon as stream.routeAhead;
+// streamed runs with it (no cache, partial, all cached, serial, overlap, the defaults) give tokens and logits
 // bit-identical to the resident run (the real routing still decides what is computed); the four
 // ahead_* columns of the CSV and of --json count what it did, the `moe-ahead:` line is printed and
 // parses back to the run's numbers; with --no-route-ahead (or resident) the columns are 0 and the
@@ -21,10 +21,10 @@ const PROMPT = 'Once upon a time the mother looked at the birds';
 const N = 24;
 const PRESETS = ['tiny-qwen3moe', 'tiny-gpt-oss'] as const;
 /**
- * Streamed with route-ahead: no cache; 1 MiB forced (below the working set: partial); a cache
- * holding every expert (nothing left to read ahead), serial (--no-overlap, as overlap's default
- * is auto); overlap at cache 0 and with a cache; and the defaults (no flag: route-ahead on,
- * overlap auto).
+ * Streamed with route-ahead forced on (--route-ahead: its default is auto): no cache; 1 MiB forced
+ * (below the working set: partial); a cache holding every expert (nothing left to read ahead),
+ * serial (--no-overlap, as overlap's default is auto); overlap at cache 0 and with a cache; and the
+ * defaults (no flag: route-ahead and overlap auto, whose probe reads ahead for some tokens).
  */
 const AHEAD: ReadonlyArray<{ label: string; flags: string[] }> = [
   { label: 'cache 0, serial', flags: ['--moe-stream', '--cache-mb', '0', '--no-overlap', '--route-ahead'] },
@@ -32,7 +32,7 @@ const AHEAD: ReadonlyArray<{ label: string; flags: string[] }> = [
   { label: 'all cached, serial', flags: ['--moe-stream', '--cache-mb', '64', '--no-overlap', '--route-ahead'] },
   { label: 'overlap, cache 0', flags: ['--moe-stream', '--cache-mb', '0', '--overlap', '--route-ahead'] },
   { label: 'overlap, cache 8 MiB', flags: ['--moe-stream', '--cache-mb', '8', '--force-cache', '--overlap', '--route-ahead'] },
-  { label: 'the defaults (route-ahead on, overlap auto), cache 0', flags: ['--moe-stream', '--cache-mb', '0'] },
+  { label: 'the defaults (route-ahead auto, overlap auto), cache 0', flags: ['--moe-stream', '--cache-mb', '0'] },
 ];
 const AHEAD_KEYS = ['aheadRouted', 'aheadCorrect', 'aheadRead', 'aheadWastedBytes'] as const;
 
@@ -49,8 +49,8 @@ function parseFlags(argv: string[]): LoadOptions {
 async function generate(path: string, argv: string[]): Promise<{ tokens: number[]; logits: Buffer[] }> {
   const load = parseFlags(argv);
   return greedyLogits(path, load, PROMPT, N, (model) => {
-    // On whenever streaming, unless --no-route-ahead.
-    expect(model.info.options.stream?.routeAhead ?? false).toBe(load.stream?.moeStream === true && load.stream.routeAhead !== false);
+    // As given when streaming, else 'auto' (measured).
+    expect(model.info.options.stream?.routeAhead).toBe(load.stream?.moeStream === true ? (load.stream.routeAhead ?? 'auto') : undefined);
   });
 }
 
@@ -95,7 +95,7 @@ afterAll(async () => {
 });
 
 describe('--route-ahead', () => {
-  it('is the stream option routeAhead (on by default: --no-route-ahead turns it off)', () => {
+  it("is the stream option routeAhead (--route-ahead true, --no-route-ahead false, neither 'auto')", () => {
     expect(parseFlags(['--moe-stream', '--route-ahead'])).toEqual({ stream: { moeStream: true, routeAhead: true } });
     expect(parseFlags(['--moe-stream', '--no-route-ahead'])).toEqual({ stream: { moeStream: true, routeAhead: false } });
     expect(parseFlags(['--moe-stream'])).toEqual({ stream: { moeStream: true } });
@@ -143,7 +143,13 @@ describe.runIf(native).each(PRESETS)('%s with route-ahead', (preset) => {
       const counts = (ms: TokenMetrics[]): number[][] => ms.map((m) => AHEAD_KEYS.map((key) => m[key]));
       expect(counts(r.csv), label).toEqual(counts(r.metrics));
       const decodes = r.csv.slice(1);
+      // Forced on: every decode reads ahead; auto: its probe did for some.
+      const forced = flags.includes('--route-ahead');
+      if (forced) expect(new Set(decodes.map((m) => m.aheadOn)), label).toEqual(new Set([1]));
+      else expect(decodes.some((m) => m.aheadOn === 1), label).toBe(true);
       for (const m of decodes) {
+        // No prediction in a decode without route-ahead.
+        if (m.aheadOn === 0) expect(m.aheadRouted, label).toBe(0);
         // A single-token decode: every layer with a prediction routes exactly top-k experts.
         expect(m.aheadRouted % k, label).toBe(0);
         expect(m.aheadRouted, label).toBeLessThanOrEqual(info.layers * k);
@@ -171,7 +177,7 @@ describe.runIf(native).each(PRESETS)('%s with route-ahead', (preset) => {
   it('with --no-route-ahead (or resident) the ahead_* columns are 0 and there is no moe-ahead: line', async () => {
     for (const r of [resident, await bmoeRun(model, ['--moe-stream', '--cache-mb', '0', '--overlap', '--no-route-ahead'])]) {
       expect(r.tokens).toEqual(resident.tokens);
-      for (const m of r.csv) for (const key of AHEAD_KEYS) expect(m[key], key).toBe(0);
+      for (const m of r.csv) for (const key of [...AHEAD_KEYS, 'aheadOn'] as const) expect(m[key], key).toBe(0);
       expect(r.summary).toMatchObject({ aheadRouted: 0, aheadCorrect: 0, aheadRead: 0, aheadWastedBytes: 0, aheadAccuracyPercent: null });
       expect(r.stderr).not.toContain('moe-ahead:');
       expect(parseEndOfRunLines(r.stderr).moeAhead).toBeUndefined();

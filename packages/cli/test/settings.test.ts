@@ -73,7 +73,7 @@ describe('chooseLoad', () => {
     expect((await chooseLoad(model, { threads: 1 })).load).toEqual({ threads: 1 });
     const forced = await chooseLoad(model, { stream: { moeStream: true, cacheMb: 0, ioThreads: 2 } });
     expect(forced).toMatchObject({ mode: 'stream', chosen: false, load: { stream: { moeStream: true, cacheMb: 0, ioThreads: 2 } } });
-    expect(settingsLine(forced)).toMatch(/^bmoe: streaming experts \(as asked\), no cache, 2 read lanes, overlap auto, \d threads?$/);
+    expect(settingsLine(forced)).toMatch(/^bmoe: streaming experts \(as asked\), no cache, 2 read lanes, overlap auto, route-ahead auto, \d threads?$/);
   });
 
   it('a missing model is the one-line error loadModel gives', async () => {

@@ -19,20 +19,32 @@ export interface NativeStreamParams {
   ioThreads?: number;
   /**
    * true forces overlapped reads (needs patch 0002: see buildInfo().overlapSupported), false
-   * forces serial; 'auto' or absent: the streamer times one-token decodes both ways, interleaved,
-   * uses overlap only when its median is lower, and measures again every 128 tokens
-   * (stream/overlap_choice.h). Without patch 0002, auto is serial.
+   * forces serial; 'auto' or absent: measured together with routeAhead (stream/decode_choice.h):
+   * the streamer times one-token decodes in every allowed combination of overlap and route-ahead,
+   * round robin (4 each), keeps the one with the lowest median (a tie keeps the simpler), and
+   * measures again every 128 tokens. Without patch 0002, auto is serial.
    */
   overlap?: boolean | 'auto';
   prefetch?: number;
-  /** Absent = on. */
-  routeAhead?: boolean;
+  /**
+   * true forces route-ahead reads, false forbids them; 'auto' or absent: measured with overlap
+   * (see overlap): used only where that combination is faster.
+   */
+  routeAhead?: boolean | 'auto';
   odirect?: boolean;
   denseWeights?: 'mmap' | 'anon';
   forceCache?: boolean;
 }
 
-/** What the streamer resolved at load, and its overlap state when asked (it changes as auto probes). */
+/** One combination auto compares, and its median at the last probe. */
+export interface NativeProbeArm {
+  overlap: boolean;
+  routeAhead: boolean;
+  /** Median wall time of a one-token decode in this combination at the last probe, ms; 0 before the first probe ended. */
+  medianMs: number;
+}
+
+/** What the streamer resolved at load, and its decode state when asked (it changes as auto probes). */
 export interface NativeStreamInfo {
   budgetBytes: number;
   configuredSlots: number;
@@ -41,14 +53,19 @@ export interface NativeStreamInfo {
   denseBytes: number;
   topK: number;
   ioThreads: number;
-  /** Overlap in force now: forced on, or what auto chose at its last probe (false before one ended). */
+  /** Overlap in force now: forced on, or what auto chose at its last probe (the simplest combination before one ended). */
   overlap: boolean;
   /** What was asked: 'on' (overlap: true), 'off' (false) or 'auto' (measured). */
   overlapMode: 'on' | 'off' | 'auto';
-  /** auto: the last probe's median wall time of a serial one-token decode, ms; 0 before a probe ended (and for on/off). */
-  overlapSerialMs: number;
-  /** auto: the last probe's median wall time of an overlapped one-token decode, ms; 0 before a probe ended (and for on/off). */
-  overlapOverlapMs: number;
+  /** Route-ahead in force now: forced on, or what auto chose at its last probe (as overlap). */
+  routeAhead: boolean;
+  /** What was asked: 'on' (routeAhead: true), 'off' (false) or 'auto' (measured). */
+  routeAheadMode: 'on' | 'off' | 'auto';
+  /**
+   * Every combination auto compares, in probe order (serial, overlap, route-ahead, overlap +
+   * route-ahead, those allowed); empty when neither overlap nor route-ahead is auto.
+   */
+  probe: NativeProbeArm[];
   warning: string;
   totalHits: number;
   totalMisses: number;
@@ -159,7 +176,8 @@ export interface NativeGenerateRequest {
  * around one `llama_decode` — as listed once in token_metrics.h (BMOE_TOKEN_ID_FIELDS,
  * BMOE_TOKEN_METRICS; a test checks that list against COLUMNS). The engine types it as TokenMetrics.
  * Among them `overlapped`: 1 when this decode overlapped its expert reads with its compute
- * (--overlap, or auto's choice or probe), else 0.
+ * (--overlap, or auto's choice or probe), else 0; and `ahead_on`: 1 when route-ahead was in force
+ * for this decode (--route-ahead, or auto's choice or probe), else 0.
  */
 export type NativeTokenMetrics = Readonly<Record<string, number>>;
 

@@ -5,7 +5,7 @@ import { BmoeError, messageOf } from './errors.js';
 import { MessageStream, type ChatParser } from './message-stream.js';
 import type { AssistantMessage, MessageDelta } from './messages.js';
 import type { TokenMetrics } from './metrics/fields.js';
-import { summarize, type OverlapState, type RunSummary } from './metrics/summary.js';
+import { summarize, type DecodeState, type RunSummary } from './metrics/summary.js';
 import { AsyncQueue } from './queue.js';
 import { readMemAvailableBytes } from './system.js';
 import { Utf8Stream } from './utf8.js';
@@ -99,8 +99,8 @@ export interface GenerationDeps {
   signal: AbortSignal | null;
   /** Budget to report in the summary (MiB), when known. */
   cacheBudgetMiB: number | null;
-  /** The streamer's overlap state once the generation ended (mode, auto's probe medians); null when resident. */
-  overlapState(): OverlapState | null;
+  /** The streamer's decode state once the generation ended (overlap and route-ahead modes, auto's probe medians); null when resident. */
+  decodeState(): DecodeState | null;
   /** Prepares the prompt (calling sink.begin) and runs the native generation. */
   run(sink: TokenSink): Promise<NativeGenerateResult>;
   /** Asks the native side to stop. */
@@ -231,16 +231,16 @@ export class GenerationImpl implements Generation {
         promptTokens: native.promptTokens - native.promptTokensReused,
         promptMs: native.promptMs,
         cacheBudgetMiB: this.deps.cacheBudgetMiB,
-        overlap: this.overlapState(),
+        decode: this.decodeState(),
       }),
       metrics,
     };
   }
 
-  /** The overlap state for the summary; unknown (null) where the native side cannot say. */
-  private overlapState(): OverlapState | null {
+  /** The decode state for the summary; unknown (null) where the native side cannot say. */
+  private decodeState(): DecodeState | null {
     try {
-      return this.deps.overlapState();
+      return this.deps.decodeState();
     } catch {
       return null;
     }

@@ -12,7 +12,7 @@ export {
   type TokenMetrics,
 } from './metrics/fields.js';
 export { csvHeader, csvRow, parseMetricsCsv, toCsv } from './metrics/csv.js';
-export { MiB, percentile, runSummarySchema, summarize, type OverlapState, type RunSummary, type SummaryExtra } from './metrics/summary.js';
+export { MiB, percentile, runSummarySchema, summarize, type DecodeState, type RunSummary, type SummaryExtra } from './metrics/summary.js';
 export {
   endOfRunLineOptions,
   endOfRunValues,

@@ -28,8 +28,9 @@ export interface ModelInfo extends ModelHeaderInfo {
   /** How long the native load took, and what it read from storage (null where unmeasurable). */
   load: { ms: number; readBytes: number | null };
   /**
-   * What the streamer resolved at load (budget after 'auto', working set, overlap mode); null when
-   * resident. Its overlap state is the load-time one: `Model.streamInfo()` reads the current one.
+   * What the streamer resolved at load (budget after 'auto', working set, overlap and route-ahead
+   * modes); null when resident. Its decode state is the load-time one: `Model.streamInfo()` reads
+   * the current one.
    */
   stream: NativeStreamInfo | null;
 }
@@ -59,9 +60,10 @@ export interface Model {
    */
   fileStatus(): string | null;
   /**
-   * The streamer's state now: as `info.stream`, with the overlap in force (`overlap`) and, for
-   * overlap 'auto', the last probe's medians (`overlapSerialMs`, `overlapOverlapMs`, ms per
-   * one-token decode; 0 before a probe ended) and hit/miss totals so far. null when resident or closed.
+   * The streamer's state now: as `info.stream`, with the overlap and route-ahead in force
+   * (`overlap`, `routeAhead`), for 'auto' every combination compared with its last probe's median
+   * (`probe`, ms per one-token decode; 0 before a probe ended), and hit/miss totals so far. null
+   * when resident or closed.
    */
   streamInfo(): NativeStreamInfo | null;
   /** Closes every session (aborting running generations) and frees the model. Idempotent. */

@@ -25,8 +25,9 @@ export interface StreamOptions {
   ioThreads?: number;
   /**
    * Hide each layer's expert reads behind its expert compute: true always, false never (serial),
-   * 'auto' measured: the streamer times one-token decodes both ways (4 each, interleaved), uses
-   * overlap only when its median is lower, and measures again every 128 tokens; the per-token
+   * 'auto' measured: the streamer times one-token decodes in every allowed combination of overlap
+   * and route-ahead (4 each, round robin), keeps the one with the lowest median (a tie keeps the
+   * simpler: overlap only where faster), and measures again every 128 tokens; the per-token
    * `overlapped` metric says which way each decode went. Default 'auto'.
    */
   overlap?: boolean | 'auto';
@@ -35,9 +36,11 @@ export interface StreamOptions {
   /**
    * Read the experts the next MoE layer's router predicts from this layer's hidden state while
    * this layer computes. Lossless: the real routing still decides what is computed; costs top-k
-   * extra cache slots. Default true.
+   * extra cache slots. true always, false never, 'auto' measured with overlap (see `overlap`) and
+   * kept only where faster; the per-token `ahead_on` metric says which decodes read ahead.
+   * Default 'auto'.
    */
-  routeAhead?: boolean;
+  routeAhead?: boolean | 'auto';
   /** Read with O_DIRECT (falls back to buffered, with one warning, where refused). Default true. */
   odirect?: boolean;
   /** How the non-expert weights are held: the file mapping, or copied into anonymous memory. Default 'mmap'. */
@@ -54,7 +57,7 @@ export interface ResolvedStreamOptions {
   ioThreads: number;
   overlap: boolean | 'auto';
   prefetch: number;
-  routeAhead: boolean;
+  routeAhead: boolean | 'auto';
   odirect: boolean;
   denseWeights: 'mmap' | 'anon';
   forceCache: boolean;

@@ -163,7 +163,7 @@ export class SessionImpl implements Session {
       signal: opts.signal,
       cacheBudgetMiB: this.deps.cacheBudgetMiB,
       // Read when the generation ends: auto's choice and probe medians change as it measures.
-      overlapState: () => model.streamInfo(),
+      decodeState: () => model.streamInfo(),
       run: async (sink) => {
         const fitted = await this.fit(req, chat?.dropTurns ?? false);
         const { plan } = fitted;

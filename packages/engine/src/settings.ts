@@ -14,9 +14,10 @@
 //      a. ceiling >= one token's working set: cache 'auto' capped at the ceiling (the native side
 //         takes what MemAvailable and the cgroup leave above 1 GiB at load time, never more)
 //      b. otherwise no cache: every routed expert is read each token
-//   overlap 'auto': whether hiding reads behind compute pays depends on the disk, the cache, the
-//   cores and what else runs, so the rule does not guess; the streamer measures both ways and
-//   picks (core-native stream/overlap_choice.h). Route-ahead stays at its default (on).
+//   overlap and route-ahead 'auto': whether hiding reads behind compute, or reading the predicted
+//   experts ahead, pays depends on the disk, the cache, the cores and what else runs, so the rule
+//   does not guess; the streamer times every combination and keeps the fastest (core-native
+//   stream/decode_choice.h).
 //   compute threads: min(4, cores) (phones' little cores and 2-core VMs regress beyond 4);
 //   read lanes: 4, whatever the cores (lanes wait on flash, not on a core: 4 lanes roughly triple
 //   a phone's flash bandwidth over one, and 2 → 4 lanes still gained 4–12 % on 2 shared cores).
@@ -109,10 +110,16 @@ function overlapWords(overlap: boolean | 'auto' | undefined): string {
   return o === 'auto' ? 'overlap auto' : o ? 'reads overlapped with compute' : 'no overlap';
 }
 
-/** "4 read lanes, overlap auto, 2 threads" for a stream block. */
+/** What a stream block's route-ahead means, as overlapWords. */
+function aheadWords(routeAhead: boolean | 'auto' | undefined): string {
+  const a = routeAhead ?? (optionRow('stream.routeAhead').default as boolean | 'auto');
+  return a === 'auto' ? 'route-ahead auto' : a ? 'route-ahead' : 'no route-ahead';
+}
+
+/** "4 read lanes, overlap auto, route-ahead auto, 2 threads" for a stream block. */
 function laneWords(s: NonNullable<LoadOptions['stream']>, threads: number): string {
   const lanes = s.ioThreads ?? (optionRow('stream.ioThreads').default as number);
-  const extra = [overlapWords(s.overlap), s.prefetch ? `prefetch ${s.prefetch}` : ''].filter(Boolean);
+  const extra = [overlapWords(s.overlap), aheadWords(s.routeAhead), s.prefetch ? `prefetch ${s.prefetch}` : ''].filter(Boolean);
   return [plural(lanes, 'read lane'), ...extra, plural(threads, 'thread')].join(', ');
 }
 
@@ -175,10 +182,10 @@ function streamSettings(
   const ceilMb = Math.floor(Math.max(0, Math.min(room, model.expertBytes)) / MiB);
   const tight = room < 0;
   if (ceilMb > 0 && ceilMb * MiB >= model.workingSetBytes) {
-    const stream = { moeStream: true, cacheMb: 'auto', cacheCeilMb: ceilMb, ioThreads, overlap: 'auto' } as const;
+    const stream = { moeStream: true, cacheMb: 'auto', cacheCeilMb: ceilMb, ioThreads, overlap: 'auto', routeAhead: 'auto' } as const;
     return { ...common, mode: 'stream', load: { ...base, stream }, chosen: true, cacheCeilMb: ceilMb, tight, reason: `streaming experts (${why}), ${cacheWords(stream)}, ${laneWords(stream, threads)}` };
   }
-  const stream = { moeStream: true, cacheMb: 0, ioThreads, overlap: 'auto' } as const;
+  const stream = { moeStream: true, cacheMb: 0, ioThreads, overlap: 'auto', routeAhead: 'auto' } as const;
   const noCache = tight
     ? `no cache (the dense weights alone, ${formatSize(model.denseBytes)}, leave no room)`
     : `no cache (${formatSize(Math.max(0, room))} left after the dense weights is below one token's ${formatSize(model.workingSetBytes)} working set)`;

@@ -20,6 +20,14 @@ import {
 } from '../src/metrics.js';
 import { rec } from './helpers.js';
 
+/** What auto compares when overlap and route-ahead are both auto, in probe order. */
+const PROBE = [
+  { overlap: false, routeAhead: false, medianMs: 88.1 },
+  { overlap: true, routeAhead: false, medianMs: 90.2 },
+  { overlap: false, routeAhead: true, medianMs: 79 },
+  { overlap: true, routeAhead: true, medianMs: 80.5 },
+];
+
 // A Qwen-like token: 585 ms = 123 compute + 462 I/O, 1051 MiB read.
 const summary = summarize(
   Array.from({ length: 5 }, (_, i) =>
@@ -40,15 +48,21 @@ describe('end-of-run lines', () => {
     );
   });
 
-  it('ends moe-stream: with the overlap mode; for auto, the share of tokens overlapped and the probe medians', () => {
+  it('ends moe-stream: with the overlap and route-ahead modes; for auto, the share of tokens and what the probe measured', () => {
     const base = formatMoeStreamLine(summary);
-    const records = [rec(0), ...Array.from({ length: 25 }, (_, i) => rec(i + 1, { wallMs: 90, overlapped: i < 23 ? 1 : 0 }))];
-    const auto = summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 101.2, overlapOverlapMs: 80.4 } });
-    expect(formatMoeStreamLine(auto)).toMatch(/, overlap auto: on for 92\.0 % of tokens \(probe: serial 101\.2 ms, overlap 80\.4 ms\)$/);
-    const unprobed = summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 0, overlapOverlapMs: 0 } });
-    expect(formatMoeStreamLine(unprobed)).toMatch(/, overlap auto: on for 92\.0 % of tokens \(probe: serial n\/a ms, overlap n\/a ms\)$/);
-    expect(formatMoeStreamLine({ ...summary, overlapMode: 'on' })).toBe(`${base}, overlap on`);
-    expect(formatMoeStreamLine({ ...summary, overlapMode: 'off' })).toBe(`${base}, overlap off`);
+    const records = [rec(0), ...Array.from({ length: 25 }, (_, i) => rec(i + 1, { wallMs: 90, overlapped: i < 23 ? 1 : 0, aheadOn: i < 2 ? 1 : 0 }))];
+    const auto = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe: PROBE } });
+    expect(formatMoeStreamLine(auto)).toMatch(
+      /, overlap auto: on for 92\.0 % of tokens, route-ahead auto: on for 8\.00 % \(probe: serial 88\.1 ms, overlap 90\.2 ms, route-ahead 79\.0 ms, overlap \+ route-ahead 80\.5 ms\)$/,
+    );
+    const unprobed = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe: PROBE.map((a) => ({ ...a, medianMs: 0 })) } });
+    expect(formatMoeStreamLine(unprobed)).toMatch(/\(probe: serial n\/a ms, overlap n\/a ms, route-ahead n\/a ms, overlap \+ route-ahead n\/a ms\)$/);
+    // One auto: its share says "of tokens", the probe names the forced one too.
+    const aheadOnly = summarize(records, { decode: { overlapMode: 'off', routeAheadMode: 'auto', probe: [PROBE[0]!, PROBE[2]!] } });
+    expect(formatMoeStreamLine(aheadOnly)).toMatch(/MiB\/s, overlap off, route-ahead auto: on for 8\.00 % of tokens \(probe: serial 88\.1 ms, route-ahead 79\.0 ms\)$/);
+    const forced = (overlapMode: 'on' | 'off', routeAheadMode: 'on' | 'off') => formatMoeStreamLine({ ...summary, overlapMode, routeAheadMode, probe: null });
+    expect(forced('on', 'off')).toBe(`${base}, overlap on, route-ahead off`);
+    expect(forced('off', 'on')).toBe(`${base}, overlap off, route-ahead on`);
     // Unknown (no stream state reported): the line as before.
     expect(base).toMatch(/MiB\/s$/);
   });
@@ -87,6 +101,8 @@ describe('end-of-run lines', () => {
     expect(endOfRunLineOptions(null)).toEqual({ stream: false, prefetch: false, ahead: false });
     expect(endOfRunLineOptions({ prefetch: 0, routeAhead: false })).toEqual({ stream: true, prefetch: false, ahead: false });
     expect(endOfRunLineOptions({ prefetch: 2, routeAhead: true })).toEqual({ stream: true, prefetch: true, ahead: true });
+    // auto may read ahead for some tokens: its numbers are printed.
+    expect(endOfRunLineOptions({ prefetch: 0, routeAhead: 'auto' })).toEqual({ stream: true, prefetch: false, ahead: true });
   });
 });
 
@@ -113,24 +129,42 @@ describe('end-of-run line parsers', () => {
     expect(parseMoeAheadLine(formatMoeAheadLine(summarize([])))).toMatchObject({ aheadAccuracyPercent: null, aheadRouted: 0 });
   });
 
-  it('round-trip the overlap words of moe-stream:, and read a line without them as unknown', () => {
-    const records = [rec(0), ...[1, 1, 0, 1].map((o, i) => rec(i + 1, { wallMs: 90, overlapped: o }))];
-    const auto = summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 101.25, overlapOverlapMs: 80.4 } });
+  it('round-trip the overlap and route-ahead words of moe-stream:, and read older lines', () => {
+    const records = [rec(0), ...[1, 1, 0, 1].map((o, i) => rec(i + 1, { wallMs: 90, overlapped: o, aheadOn: 1 - o }))];
+    const auto = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe: PROBE.map((a, i) => (i === 0 ? { ...a, medianMs: 88.125 } : a)) } });
     const line = formatMoeStreamLine(auto);
     const parsed = parseMoeStreamLine(line);
-    expect(parsed).toMatchObject({ overlapMode: 'auto', overlappedPercent: 75, overlapSerialMs: 101.3, overlapOverlapMs: 80.4 });
+    expect(parsed).toMatchObject({ overlapMode: 'auto', overlappedPercent: 75, routeAheadMode: 'auto', aheadOnPercent: 25, probe: PROBE });
     expect(formatMoeStreamLine(parsed!)).toBe(line);
-    expect(endOfRunValues(auto, { stream: true }).moeStream).toMatchObject({ overlapMode: 'auto', overlappedPercent: 75, overlapSerialMs: 101.25 });
-    for (const mode of ['on', 'off'] as const) {
-      const forced = summarize(records, { overlap: { overlapMode: mode, overlapSerialMs: 0, overlapOverlapMs: 0 } });
+    expect(endOfRunValues(auto, { stream: true }).moeStream).toMatchObject({ overlapMode: 'auto', overlappedPercent: 75, aheadOnPercent: 25 });
+    expect(endOfRunValues(auto, { stream: true }).moeStream?.probe?.[0]?.medianMs).toBe(88.125);
+    // One auto, one forced: the forced one's share is not printed, the probe has the two arms.
+    const half = summarize(records, { decode: { overlapMode: 'on', routeAheadMode: 'auto', probe: [PROBE[1]!, PROBE[3]!] } });
+    const halfParsed = parseMoeStreamLine(formatMoeStreamLine(half));
+    expect(halfParsed).toMatchObject({ overlapMode: 'on', overlappedPercent: null, routeAheadMode: 'auto', aheadOnPercent: 25, probe: [PROBE[1], PROBE[3]] });
+    expect(endOfRunValues(half, { stream: true }).moeStream).toEqual(halfParsed && { ...halfParsed, readMiBPerSecond: half.readMiBPerSecond, secondsPerToken: half.secondsPerToken });
+    for (const [overlapMode, routeAheadMode] of [['on', 'off'], ['off', 'on'], ['off', 'off']] as const) {
+      const forced = summarize(records, { decode: { overlapMode, routeAheadMode, probe: [] } });
       const p = parseMoeStreamLine(formatMoeStreamLine(forced));
-      expect(p).toMatchObject({ overlapMode: mode, overlappedPercent: null, overlapSerialMs: null, overlapOverlapMs: null });
-      // The values a program gets are the line's: the mode only.
+      expect(p).toMatchObject({ overlapMode, overlappedPercent: null, routeAheadMode, aheadOnPercent: null, probe: null });
+      // The values a program gets are the line's: the modes only.
       expect(endOfRunValues(forced, { stream: true }).moeStream).toEqual(p && { ...p, readMiBPerSecond: forced.readMiBPerSecond, secondsPerToken: forced.secondsPerToken });
     }
-    // A log from before overlap had modes.
     const old = 'moe-stream: read 4204.00 MiB, 1051.00 MiB/token, decode 0.585 s/token = compute 0.123 + flash I/O 0.462 (stall 0.000), 2274.89 MiB/s';
-    expect(parseMoeStreamLine(old)).toMatchObject({ readMiB: 4204, overlapMode: null, overlappedPercent: null, overlapSerialMs: null });
+    // A log from before overlap had modes.
+    expect(parseMoeStreamLine(old)).toMatchObject({ readMiB: 4204, overlapMode: null, overlappedPercent: null, routeAheadMode: null, probe: null });
+    // A log from when only overlap had modes (auto compared serial and overlap).
+    expect(parseMoeStreamLine(`${old}, overlap auto: on for 92.0 % of tokens (probe: serial 101.2 ms, overlap 80.4 ms)`)).toMatchObject({
+      overlapMode: 'auto',
+      overlappedPercent: 92,
+      routeAheadMode: null,
+      aheadOnPercent: null,
+      probe: [
+        { overlap: false, routeAhead: false, medianMs: 101.2 },
+        { overlap: true, routeAhead: false, medianMs: 80.4 },
+      ],
+    });
+    expect(parseMoeStreamLine(`${old}, overlap off`)).toMatchObject({ overlapMode: 'off', routeAheadMode: null, probe: null });
   });
 
   it('parses n/a as null', () => {

@@ -18,7 +18,7 @@ import { rec } from './helpers.js';
 
 const SPEC_COLUMNS =
   'token_index,token_id,wall_ms,compute_ms,io_ms,stall_ms,mgmt_ms,read_bytes,expert_hits,expert_misses,' +
-  'cache_resident_bytes,prefetch_issued,prefetch_useful,ahead_routed,ahead_correct,ahead_read,ahead_wasted_bytes,overlapped,' +
+  'cache_resident_bytes,prefetch_issued,prefetch_useful,ahead_routed,ahead_correct,ahead_read,ahead_wasted_bytes,overlapped,ahead_on,' +
   'major_faults,minor_faults,cpu_ms,rss_bytes,mem_available_bytes';
 
 describe('metrics schema', () => {
@@ -51,12 +51,12 @@ describe('metrics schema', () => {
 describe('metrics CSV', () => {
   const records = [
     rec(0, { wallMs: 12.3456789, computeMs: 10.25, ioMs: 2.0954, readBytes: 1234567, expertHits: 3, expertMisses: 5, aheadRouted: 8, aheadCorrect: 6, aheadRead: 2, aheadWastedBytes: 4096, rssBytes: 9e8, memAvailableBytes: 4096 }),
-    rec(1, { wallMs: 8, cpuMs: 15.5, overlapped: 1, cacheResidentBytes: 1 << 20, memAvailableBytes: null }),
+    rec(1, { wallMs: 8, cpuMs: 15.5, overlapped: 1, aheadOn: 1, cacheResidentBytes: 1 << 20, memAvailableBytes: null }),
   ];
 
   it('formats a row in column order, ms to the microsecond, null as an empty cell', () => {
-    expect(csvRow(records[0]!)).toBe('0,100,12.346,10.25,2.095,0,0,1234567,3,5,0,0,0,8,6,2,4096,0,0,0,0,900000000,4096\n');
-    expect(csvRow(records[1]!)).toBe('1,101,8,0,0,0,0,0,0,0,1048576,0,0,0,0,0,0,1,0,0,15.5,0,\n');
+    expect(csvRow(records[0]!)).toBe('0,100,12.346,10.25,2.095,0,0,1234567,3,5,0,0,0,8,6,2,4096,0,0,0,0,0,900000000,4096\n');
+    expect(csvRow(records[1]!)).toBe('1,101,8,0,0,0,0,0,0,0,1048576,0,0,0,0,0,0,1,1,0,0,15.5,0,\n');
   });
 
   it('round-trips through the parser (values at CSV precision)', () => {
@@ -93,7 +93,7 @@ describe('metrics CSV', () => {
   });
 
   it('rejects a short row and an empty file', () => {
-    expect(() => parseMetricsCsv(`${csvHeader()}1,2,3\n`)).toThrow(/line 2 has 3 cells, expected 23/);
+    expect(() => parseMetricsCsv(`${csvHeader()}1,2,3\n`)).toThrow(/line 2 has 3 cells, expected 24/);
     expect(() => parseMetricsCsv('')).toThrow(/empty file/);
   });
 });
@@ -127,8 +127,8 @@ describe('Prometheus names', () => {
       // The column name survives whole, only its unit changes to the base unit.
       expect(m.name.replace(/_total$/, '')).toBe(`bmoe_${c.column.replace(/_ms$/, '_seconds')}`);
       expect(m.scale).toBe(c.kind === 'time' ? 1 / 1000 : 1);
-      // Each name says what it counts; `overlapped` counts decodes (0/1 each).
-      expect(m.name).toMatch(/_(seconds|bytes|hits|misses|issued|useful|routed|correct|read|faults|overlapped)(_total)?$/);
+      // Each name says what it counts; `overlapped` and `ahead_on` count decodes (0/1 each).
+      expect(m.name).toMatch(/_(seconds|bytes|hits|misses|issued|useful|routed|correct|read|faults|overlapped|ahead_on)(_total)?$/);
     }
     expect(prometheusName('wall_ms', 'time')).toBe('bmoe_wall_seconds_total');
     expect(prometheusName('rss_bytes', 'gauge')).toBe('bmoe_rss_bytes');

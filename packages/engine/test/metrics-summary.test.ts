@@ -94,19 +94,30 @@ describe('summarize', () => {
     expect(summarize([rec(0), rec(1)]).aheadAccuracyPercent).toBeNull();
   });
 
-  it("counts the decodes that overlapped, and carries the overlap mode and auto's probe medians", () => {
-    // The prompt's record (overlapped or not) is left out; 3 of the 4 decodes overlapped.
-    const records = [rec(0, { overlapped: 0 }), ...[0, 1, 1, 1].map((o, i) => rec(i + 1, { wallMs: 1, overlapped: o }))];
-    const auto = summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 101.2, overlapOverlapMs: 80.4 } });
-    expect(auto).toMatchObject({ overlappedPercent: 75, overlapMode: 'auto', overlapSerialMs: 101.2, overlapOverlapMs: 80.4 });
+  it("counts the decodes that overlapped and that read ahead, and carries the modes and auto's probe", () => {
+    // The prompt's record is left out; 3 of the 4 decodes overlapped, 1 read ahead.
+    const records = [rec(0, { overlapped: 0, aheadOn: 1 }), ...[0, 1, 1, 1].map((o, i) => rec(i + 1, { wallMs: 1, overlapped: o, aheadOn: i === 0 ? 1 : 0 }))];
+    const probe = [
+      { overlap: false, routeAhead: false, medianMs: 88.1 },
+      { overlap: true, routeAhead: false, medianMs: 90.2 },
+      { overlap: false, routeAhead: true, medianMs: 79 },
+      { overlap: true, routeAhead: true, medianMs: 80.5 },
+    ];
+    const auto = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe } });
+    expect(auto).toMatchObject({ overlappedPercent: 75, overlapMode: 'auto', aheadOnPercent: 25, routeAheadMode: 'auto', probe });
     expect(runSummarySchema.safeParse(auto).success).toBe(true);
     // Before auto's first probe ended the streamer reports 0 ms: unknown, not 0.
-    expect(summarize(records, { overlap: { overlapMode: 'auto', overlapSerialMs: 0, overlapOverlapMs: 0 } })).toMatchObject({ overlapSerialMs: null, overlapOverlapMs: null });
-    // Forced modes have no probe.
-    expect(summarize(records, { overlap: { overlapMode: 'on', overlapSerialMs: 0, overlapOverlapMs: 0 } })).toMatchObject({ overlapMode: 'on', overlapSerialMs: null });
-    // Resident (or not reported): the mode is unknown; no decodes: the share is unknown.
-    expect(summarize(records)).toMatchObject({ overlappedPercent: 75, overlapMode: null, overlapSerialMs: null, overlapOverlapMs: null });
-    expect(summarize([rec(0, { overlapped: 1 })]).overlappedPercent).toBeNull();
+    const unprobed = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'off', probe: probe.slice(0, 2).map((a) => ({ ...a, medianMs: 0 })) } });
+    expect(unprobed.probe).toEqual([
+      { overlap: false, routeAhead: false, medianMs: null },
+      { overlap: true, routeAhead: false, medianMs: null },
+    ]);
+    expect(runSummarySchema.safeParse(unprobed).success).toBe(true);
+    // Both forced: nothing probed.
+    expect(summarize(records, { decode: { overlapMode: 'on', routeAheadMode: 'off', probe: [] } })).toMatchObject({ overlapMode: 'on', routeAheadMode: 'off', probe: null });
+    // Resident (or not reported): the modes are unknown; no decodes: the shares are unknown.
+    expect(summarize(records)).toMatchObject({ overlappedPercent: 75, aheadOnPercent: 25, overlapMode: null, routeAheadMode: null, probe: null });
+    expect(summarize([rec(0, { overlapped: 1, aheadOn: 1 })])).toMatchObject({ overlappedPercent: null, aheadOnPercent: null });
     expect(runSummarySchema.safeParse(summarize([])).success).toBe(true);
   });
 });

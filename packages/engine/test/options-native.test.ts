@@ -91,7 +91,7 @@ describe('native bounds', () => {
     const rows = (OPTION_TABLE as readonly OptionRow[]).filter(
       (r) => r.value.type === 'bool' && !r.value.orAuto && r.native && r.native.key !== 'stream',
     );
-    expect(rows.map((r) => r.key)).toContain('stream.routeAhead');
+    expect(rows.map((r) => r.key)).toContain('stream.odirect');
     for (const row of rows) {
       const found = reads.get(leafKey(row.native!.key));
       expect(found, `no boolean(…, "${leafKey(row.native!.key)}", …) reader in core-native/src or include`).toBeDefined();
@@ -101,18 +101,19 @@ describe('native bounds', () => {
 
   it("C++ reads a true / false / 'auto' row as the table says: 'auto' or absent = the table's default 'auto'", () => {
     const tri = (OPTION_TABLE as readonly OptionRow[]).filter((r) => r.value.type === 'bool' && r.value.orAuto);
-    expect(tri.map((r) => r.key)).toEqual(['stream.overlap']);
+    expect(tri.map((r) => r.key)).toEqual(['stream.overlap', 'stream.routeAhead']);
     const params = readFileSync(join(SRC, 'addon/params.h'), 'utf8');
     const config = readFileSync(join(NATIVE, 'include/bmoe/stream/stream_config.h'), 'utf8');
+    // One reader for every tri-state: the string "auto", and an absent key, are automatic; a boolean forces it.
+    expect(params).toMatch(/v\.IsUndefined\(\) \|\| \(v\.IsString\(\) && v\.As<Napi::String>\(\)\.Utf8Value\(\) == "auto"\)\) return mode_setting::automatic;/);
+    expect(params).toMatch(/return r\.boolean\(s, key, false\) \? mode_setting::on : mode_setting::off;/);
     for (const row of tri) {
       const key = leafKey(row.native!.key);
-      // The reader takes the string "auto", and an absent key, as automatic; a boolean forces it.
-      expect(params, key).toContain(`s.Get("${key}")`);
-      expect(params, key).toMatch(/== "auto"\)\s*\{\s*c\.overlap = overlap_mode::automatic;\s*\}\s*else if \(ov\.IsUndefined\(\)\)\s*\{\s*c\.overlap = overlap_mode::automatic;/);
-      expect(params, key).toMatch(/c\.overlap = r\.boolean\(s, "overlap", \w+\) \? overlap_mode::on : overlap_mode::off;/);
+      const field = key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+      expect(params, key).toMatch(new RegExp(String.raw`c\.${field}\s*=\s*setting\("${key}"\);`));
       // stream_config's own default (the direct C++ API) is the table's too.
       expect(row.default).toBe('auto');
-      expect(config).toMatch(/overlap_mode\s+overlap\s*=\s*overlap_mode::automatic;/);
+      expect(config, key).toMatch(new RegExp(String.raw`mode_setting\s+${field}\s*=\s*mode_setting::automatic;`));
     }
   });
 

@@ -146,14 +146,14 @@ describe('native parameter objects', () => {
       repack: false,
       useMmap: true,
       kvOverrides: [{ key: 'qwen3moe.expert_used_count', type: 'int', value: 2 }],
-      stream: { cacheMb: 'auto', ioThreads: 3, overlap: true, prefetch: 0, routeAhead: true, odirect: true, denseWeights: 'mmap', forceCache: false },
+      stream: { cacheMb: 'auto', ioThreads: 3, overlap: true, prefetch: 0, routeAhead: 'auto', odirect: true, denseWeights: 'mmap', forceCache: false },
     });
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({}), 'qwen3moe')).toEqual({ path: '/m.gguf', repack: false, useMmap: true, kvOverrides: [] });
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: 9 } }), 'x').stream).toMatchObject({ cacheCeilMb: 9 });
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, routeAhead: false } }), 'x').stream).toMatchObject({ routeAhead: false });
-    // Overlap unset is 'auto' (the streamer measures), sent as such; true / false force it.
-    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true } }), 'x').stream).toMatchObject({ overlap: 'auto', routeAhead: true });
-    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, overlap: false } }), 'x').stream).toMatchObject({ overlap: false });
+    // Overlap and route-ahead unset are 'auto' (the streamer measures), sent as such; true / false force them.
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true } }), 'x').stream).toMatchObject({ overlap: 'auto', routeAhead: 'auto' });
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, overlap: false, routeAhead: true } }), 'x').stream).toMatchObject({ overlap: false, routeAhead: true });
     expect(nativeContextParams(load)).toEqual({ threads: 2, nCtx: 1024, nBatch: 512, nUbatch: 512 });
     const gen = resolveGenerateOptions({ maxTokens: 5, topK: 3, logits: true, think: false });
     expect(nativeGenerateParams(gen)).toEqual({
@@ -176,44 +176,65 @@ describe('options as flags', () => {
     expect(loadOptionFlags({ stream: { cacheMb: 5 } })).toEqual([]);
   });
 
-  it("spell the overlap tri-state and route-ahead's off: true --overlap, false --no-overlap, 'auto' nothing", () => {
+  it("spell the overlap and route-ahead tri-states: true --overlap / --route-ahead, false --no-…, 'auto' nothing", () => {
     const flags = (stream: StreamOptions): string[] => loadOptionFlags({ stream: { moeStream: true, ...stream } });
     expect(flags({ overlap: true })).toEqual(['--moe-stream', '--overlap']);
     expect(flags({ overlap: false })).toEqual(['--moe-stream', '--no-overlap']);
     expect(flags({ overlap: 'auto' })).toEqual(['--moe-stream']);
     expect(flags({})).toEqual(['--moe-stream']);
+    expect(flags({ routeAhead: true })).toEqual(['--moe-stream', '--route-ahead']);
     expect(flags({ routeAhead: false })).toEqual(['--moe-stream', '--no-route-ahead']);
+    expect(flags({ routeAhead: 'auto' })).toEqual(['--moe-stream']);
     expect(flags({ routeAhead: false, overlap: false })).toEqual(['--moe-stream', '--no-overlap', '--no-route-ahead']);
+    expect(flags({ routeAhead: true, overlap: true })).toEqual(['--moe-stream', '--overlap', '--route-ahead']);
+  });
+
+  it('round-trip: the flags of resolved options give the same options back', () => {
+    for (const overlap of [true, false, 'auto'] as const) {
+      for (const routeAhead of [true, false, 'auto'] as const) {
+        const resolved = resolveLoadOptions({ stream: { moeStream: true, overlap, routeAhead } }).stream;
+        const spelled = loadOptionFlags({ stream: { moeStream: true, overlap, routeAhead } });
+        const back: StreamOptions = { moeStream: true };
+        for (const flag of spelled.slice(1)) {
+          const row = optionByFlag(flag)!;
+          (back as Record<string, unknown>)[row.key.slice('stream.'.length)] = flagSets(flag);
+        }
+        expect(resolveLoadOptions({ stream: back }).stream).toEqual(resolved);
+      }
+    }
   });
 });
 
-describe('the overlap tri-state and route-ahead on by default', () => {
-  it("default to overlap 'auto' and route-ahead on, and take true, false or 'auto' for overlap", () => {
-    expect(resolveLoadOptions({ stream: { moeStream: true } }).stream).toMatchObject({ overlap: 'auto', routeAhead: true });
-    for (const overlap of [true, false, 'auto'] as const) {
-      expect(resolveLoadOptions({ stream: { moeStream: true, overlap } }).stream?.overlap).toBe(overlap);
+describe('the overlap and route-ahead tri-states', () => {
+  it("default to 'auto' and take true, false or 'auto'", () => {
+    expect(resolveLoadOptions({ stream: { moeStream: true } }).stream).toMatchObject({ overlap: 'auto', routeAhead: 'auto' });
+    for (const v of [true, false, 'auto'] as const) {
+      expect(resolveLoadOptions({ stream: { moeStream: true, overlap: v } }).stream?.overlap).toBe(v);
+      expect(resolveLoadOptions({ stream: { moeStream: true, routeAhead: v } }).stream?.routeAhead).toBe(v);
     }
-    expect(resolveLoadOptions({ stream: { moeStream: true, routeAhead: false } }).stream?.routeAhead).toBe(false);
   });
 
-  it("reject anything else for overlap, naming the three values; routeAhead stays a boolean", () => {
+  it('reject anything else, naming the three values', () => {
     const bad = thrown(() => resolveLoadOptions({ stream: { moeStream: true, overlap: 'on' as unknown as boolean } }));
     expect(bad.message).toBe("stream.overlap must be true, false or 'auto', got \"on\"");
-    const ahead = thrown(() => resolveLoadOptions({ stream: { moeStream: true, routeAhead: 'auto' as unknown as boolean } }));
-    expect(ahead.message).toBe('stream.routeAhead must be true or false, got "auto"');
+    const ahead = thrown(() => resolveLoadOptions({ stream: { moeStream: true, routeAhead: 1 as unknown as boolean } }));
+    expect(ahead.message).toBe("stream.routeAhead must be true, false or 'auto', got 1");
   });
 
   it('map each flag to the value it sets, and name a false boolean by its --no- flag', () => {
     expect(optionByFlag('--overlap')?.key).toBe('stream.overlap');
     expect(optionByFlag('--no-overlap')?.key).toBe('stream.overlap');
+    expect(optionByFlag('--route-ahead')?.key).toBe('stream.routeAhead');
     expect(optionByFlag('--no-route-ahead')?.key).toBe('stream.routeAhead');
     expect([flagSets('--overlap'), flagSets('--no-overlap'), flagSets('--route-ahead'), flagSets('--no-route-ahead')]).toEqual([true, false, true, false]);
     expect(flagName(optionRow('stream.overlap'), false)).toBe('--no-overlap');
     expect(flagName(optionRow('stream.overlap'), 'auto')).toBe('--overlap');
     expect(flagName(optionRow('stream.routeAhead'), false)).toBe('--no-route-ahead');
+    expect(flagName(optionRow('stream.routeAhead'), true)).toBe('--route-ahead');
     expect(flagName(optionRow('stream.odirect'), false)).toBe('--no-odirect');
     expect(flagName(optionRow('stream.moeStream'), true)).toBe('--moe-stream');
     expect(parseValue(optionRow('stream.overlap').value, 'auto')).toEqual({ value: 'auto' });
-    expect(parseValue(optionRow('stream.routeAhead').value, 'auto')).toEqual({ error: 'must be true or false' });
+    expect(parseValue(optionRow('stream.routeAhead').value, 'auto')).toEqual({ value: 'auto' });
+    expect(parseValue(optionRow('stream.routeAhead').value, 'on')).toEqual({ error: "must be true, false or 'auto'" });
   });
 });

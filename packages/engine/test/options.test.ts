@@ -37,7 +37,7 @@ describe('load options', () => {
       ioThreads: 4,
       overlap: 'auto',
       prefetch: 0,
-      routeAhead: true,
+      routeAhead: 'auto',
       odirect: true,
       denseWeights: 'mmap',
       forceCache: false,

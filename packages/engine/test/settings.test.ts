@@ -71,10 +71,10 @@ describe('chooseSettings', () => {
     const usable = usableMemory(d).bytes;
     const ceil = Math.floor((usable - q30x8.denseBytes - SETTINGS_RULE.overheadBytes) / MiB);
     expect(r).toMatchObject({ mode: 'stream', chosen: true, limitedBy: 'cgroup', cacheCeilMb: ceil, tight: false });
-    expect(r.load).toEqual({ threads: 2, stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: ceil, ioThreads: 4, overlap: 'auto' } });
+    expect(r.load).toEqual({ threads: 2, stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: ceil, ioThreads: 4, overlap: 'auto', routeAhead: 'auto' } });
     // dense + cache ceiling + runtime stays inside the limit, with the margin to spare.
     expect(q30x8.denseBytes + ceil * MiB + SETTINGS_RULE.overheadBytes).toBeLessThanOrEqual(2 * GiB - 40 * MiB - 0.2 * GiB);
-    expect(r.reason).toBe(`streaming experts (model 3.0 GiB + 512 MiB runtime > 1.8 GiB available in this memory cgroup), cache auto ≤ ${ceil} MiB, 4 read lanes, overlap auto, 2 threads`);
+    expect(r.reason).toBe(`streaming experts (model 3.0 GiB + 512 MiB runtime > 1.8 GiB available in this memory cgroup), cache auto ≤ ${ceil} MiB, 4 read lanes, overlap auto, route-ahead auto, 2 threads`);
     // The same model on the same machine without the cgroup: resident.
     const free = chooseSettings(q30x8, { ...d, cgroup: null });
     expect(free).toMatchObject({ mode: 'resident', limitedBy: 'memory' });
@@ -89,19 +89,17 @@ describe('chooseSettings', () => {
     expect(chooseSettings(big, machine(6 * GiB)).cacheCeilMb).toBe(300);
   });
 
-  it("leaves overlap to the streamer's measurement ('auto') whatever the cores and the cache, and says so", () => {
+  it("leaves overlap and route-ahead to the streamer's measurement ('auto') whatever the cores and the cache, and says so", () => {
     const m = moe(1.2 * GiB, 16 * GiB, 280 * MiB);
     for (const cores of [1, 2, 8]) {
-      expect(chooseSettings(m, machine(6 * GiB, cores)).load.stream?.overlap).toBe('auto');
-      expect(chooseSettings(m, machine(6 * GiB, cores)).reason).toMatch(/, \d+ read lanes, overlap auto, \d threads?$/);
+      expect(chooseSettings(m, machine(6 * GiB, cores)).load.stream).toMatchObject({ overlap: 'auto', routeAhead: 'auto' });
+      expect(chooseSettings(m, machine(6 * GiB, cores)).reason).toMatch(/, \d+ read lanes, overlap auto, route-ahead auto, \d threads?$/);
     }
     // Room for one working set but not two: still measured.
     const d = machine(8 * GiB, 8);
     const dense = usableMemory(d).bytes - SETTINGS_RULE.overheadBytes - 300 * MiB;
     const tightCache = { fileBytes: dense + 10 * GiB, denseBytes: dense, expertBytes: 10 * GiB, workingSetBytes: 200 * MiB };
-    expect(chooseSettings(tightCache, d)).toMatchObject({ cacheCeilMb: 300, load: { stream: { overlap: 'auto' } } });
-    // Route-ahead is left at its default (on): the rule does not set it.
-    expect(chooseSettings(m, machine(6 * GiB, 8)).load.stream).not.toHaveProperty('routeAhead');
+    expect(chooseSettings(tightCache, d)).toMatchObject({ cacheCeilMb: 300, load: { stream: { overlap: 'auto', routeAhead: 'auto' } } });
   });
 
   it('says what a given overlap is: forced on, off, or auto (also when unset)', () => {
@@ -109,9 +107,20 @@ describe('chooseSettings', () => {
     const d = machine(8 * GiB, 8);
     const reason = (overlap?: boolean | 'auto'): string =>
       chooseSettings(tiny, d, { stream: { moeStream: true, ...(overlap === undefined ? {} : { overlap }) } }).reason;
-    expect(reason(true)).toBe('streaming experts (as asked), no cache, 4 read lanes, reads overlapped with compute, 4 threads');
-    expect(reason(false)).toBe('streaming experts (as asked), no cache, 4 read lanes, no overlap, 4 threads');
-    expect(reason('auto')).toBe('streaming experts (as asked), no cache, 4 read lanes, overlap auto, 4 threads');
+    expect(reason(true)).toBe('streaming experts (as asked), no cache, 4 read lanes, reads overlapped with compute, route-ahead auto, 4 threads');
+    expect(reason(false)).toBe('streaming experts (as asked), no cache, 4 read lanes, no overlap, route-ahead auto, 4 threads');
+    expect(reason('auto')).toBe('streaming experts (as asked), no cache, 4 read lanes, overlap auto, route-ahead auto, 4 threads');
+    expect(reason()).toBe(reason('auto'));
+  });
+
+  it('says what a given route-ahead is: forced on, off, or auto (also when unset)', () => {
+    const tiny = moe(4 * MiB, 4 * MiB, 1 * MiB);
+    const d = machine(8 * GiB, 8);
+    const reason = (routeAhead?: boolean | 'auto'): string =>
+      chooseSettings(tiny, d, { stream: { moeStream: true, overlap: false, ...(routeAhead === undefined ? {} : { routeAhead }) } }).reason;
+    expect(reason(true)).toBe('streaming experts (as asked), no cache, 4 read lanes, no overlap, route-ahead, 4 threads');
+    expect(reason(false)).toBe('streaming experts (as asked), no cache, 4 read lanes, no overlap, no route-ahead, 4 threads');
+    expect(reason('auto')).toBe('streaming experts (as asked), no cache, 4 read lanes, no overlap, route-ahead auto, 4 threads');
     expect(reason()).toBe(reason('auto'));
   });
 
@@ -120,9 +129,9 @@ describe('chooseSettings', () => {
     const dense = usableMemory(d).bytes - SETTINGS_RULE.overheadBytes - 100 * MiB;
     const m = { fileBytes: dense + 10 * GiB, denseBytes: dense, expertBytes: 10 * GiB, workingSetBytes: 200 * MiB };
     const r = chooseSettings(m, d);
-    expect(r.load.stream).toEqual({ moeStream: true, cacheMb: 0, ioThreads: 4, overlap: 'auto' });
+    expect(r.load.stream).toEqual({ moeStream: true, cacheMb: 0, ioThreads: 4, overlap: 'auto', routeAhead: 'auto' });
     expect(r).toMatchObject({ cacheCeilMb: null, tight: false });
-    expect(r.reason).toMatch(/, no cache \(100 MiB left after the dense weights is below one token's 200 MiB working set\), 4 read lanes, overlap auto, 4 threads$/);
+    expect(r.reason).toMatch(/, no cache \(100 MiB left after the dense weights is below one token's 200 MiB working set\), 4 read lanes, overlap auto, route-ahead auto, 4 threads$/);
     const worse = chooseSettings(moe(7 * GiB, 30 * GiB, 400 * MiB), d);
     expect(worse).toMatchObject({ mode: 'stream', tight: true, load: { stream: { cacheMb: 0 } } });
     expect(worse.reason).toContain('the dense weights alone');
@@ -141,14 +150,14 @@ describe('chooseSettings', () => {
     const huge = moe(1.2 * GiB, 16 * GiB, 280 * MiB);
     const tiny = moe(4 * MiB, 4 * MiB, 1 * MiB);
     expect(chooseSettings(tiny, d, { threads: 1, contextSize: 512 }).load).toEqual({ threads: 1, contextSize: 512 });
-    expect(chooseSettings(huge, d, { threads: 1 }).load).toMatchObject({ threads: 1, stream: { overlap: 'auto' } });
+    expect(chooseSettings(huge, d, { threads: 1 }).load).toMatchObject({ threads: 1, stream: { overlap: 'auto', routeAhead: 'auto' } });
 
     const forcedOn = chooseSettings(tiny, d, { stream: { moeStream: true } });
     expect(forcedOn).toMatchObject({ mode: 'stream', chosen: false, load: { threads: 4, stream: { moeStream: true } } });
-    expect(forcedOn.reason).toBe('streaming experts (as asked), no cache, 4 read lanes, overlap auto, 4 threads');
+    expect(forcedOn.reason).toBe('streaming experts (as asked), no cache, 4 read lanes, overlap auto, route-ahead auto, 4 threads');
     const own = chooseSettings(tiny, d, { stream: { moeStream: true, cacheMb: 500, ioThreads: 2 } });
     expect(own.load.stream).toEqual({ moeStream: true, cacheMb: 500, ioThreads: 2 });
-    expect(own.reason).toBe('streaming experts (as asked), cache 500 MiB, 2 read lanes, overlap auto, 4 threads');
+    expect(own.reason).toBe('streaming experts (as asked), cache 500 MiB, 2 read lanes, overlap auto, route-ahead auto, 4 threads');
 
     const forcedOff = chooseSettings(huge, d, { stream: { moeStream: false } });
     expect(forcedOff).toMatchObject({ mode: 'resident', chosen: false, tight: true, load: { stream: { moeStream: false } } });
@@ -158,7 +167,7 @@ describe('chooseSettings', () => {
   it('spells its choices as bmoe run flags (--no-moe-stream where resident was asked for)', () => {
     const d = machine(8 * GiB, 8);
     const r = chooseSettings(moe(1.2 * GiB, 16 * GiB, 280 * MiB), d, { contextSize: 4096 });
-    // overlap 'auto' is what no overlap flag means.
+    // overlap and route-ahead 'auto' are what no overlap / route-ahead flag means.
     expect(loadOptionFlags(r.load).join(' ')).toBe(`-t 4 -c 4096 --moe-stream --cache-mb auto --cache-ceil-mb ${r.cacheCeilMb} --io-threads 4`);
     expect(loadOptionFlags(chooseSettings(moe(1 * GiB, 1 * GiB, 10 * MiB), d).load).join(' ')).toBe('-t 4');
     expect(loadOptionFlags(chooseSettings(moe(1 * GiB, 1 * GiB, 10 * MiB), d, { stream: { moeStream: false } }).load).join(' ')).toBe('-t 4 --no-moe-stream');

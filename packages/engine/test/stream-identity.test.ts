@@ -22,6 +22,8 @@ interface Run {
   misses: number;
   /** The `overlapped` metric of each decode after the prompt's. */
   overlapped: number[];
+  /** The `ahead_on` metric of each decode after the prompt's. */
+  aheadOn: number[];
 }
 
 async function generate(path: string, options: LoadOptions): Promise<Run> {
@@ -40,6 +42,7 @@ async function generate(path: string, options: LoadOptions): Promise<Run> {
       hits: res.metrics.reduce((a, m) => a + m.expertHits, 0),
       misses: res.metrics.reduce((a, m) => a + m.expertMisses, 0),
       overlapped: res.metrics.slice(1).map((m) => m.overlapped),
+      aheadOn: res.metrics.slice(1).map((m) => m.aheadOn),
     };
   } finally {
     await model.close();
@@ -80,9 +83,9 @@ for (const preset of ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4']) {
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
-    // Serial and overlapped configurations are forced (overlap false / true: the default, 'auto',
-    // mixes both while it measures) and route-ahead is off in them (its default is on): each says
-    // what it tests. The last ones run the defaults.
+    // Serial and overlapped configurations are forced (overlap false / true) and route-ahead is off
+    // in them unless they name it (the defaults, 'auto', mix both ways while they measure): each
+    // says what it tests. The defaults run too.
     const serial = { overlap: false, routeAhead: false } as const;
     const overlapped = { overlap: true, routeAhead: false } as const;
     const configs: Array<[string, () => StreamOptions]> = [
@@ -94,9 +97,11 @@ for (const preset of ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4']) {
       ['cache holding everything, 1 lane, serial', () => ({ cacheMb: cacheAll, ioThreads: 1, ...serial })],
       ['cache holding everything, 4 lanes, overlap, dense weights anon', () => ({ cacheMb: cacheAll, ioThreads: 4, denseWeights: 'anon', ...overlapped })],
       ['cache 0, buffered reads, serial', () => ({ cacheMb: 0, ioThreads: 2, odirect: false, ...serial })],
-      // The defaults: overlap measured (auto switches between serial and overlapped decodes), route-ahead on.
-      ['the defaults (overlap auto, route-ahead): cache 0', () => ({ cacheMb: 0 })],
-      ['the defaults (overlap auto, route-ahead): cache between', () => ({ cacheMb: cacheMid })],
+      ['cache between, 4 lanes, serial, route-ahead', () => ({ cacheMb: cacheMid, ioThreads: 4, overlap: false, routeAhead: true })],
+      ['cache 0, 4 lanes, overlap, route-ahead', () => ({ cacheMb: 0, ioThreads: 4, overlap: true, routeAhead: true })],
+      // The defaults: overlap and route-ahead measured (auto's probe goes every way), route-ahead only where faster.
+      ['the defaults (overlap auto, route-ahead auto): cache 0', () => ({ cacheMb: 0 })],
+      ['the defaults (overlap auto, route-ahead auto): cache between', () => ({ cacheMb: cacheMid })],
       // The fallback without patch 0002's redirection: experts mapped in place at their addresses.
       ['in-place mapping: cache between, 2 lanes, serial, prefetch 2', () => ({ cacheMb: cacheMid, ioThreads: 2, prefetch: 2, ...serial })],
       ['in-place mapping: cache 0, 4 lanes, overlap', () => ({ cacheMb: 0, ioThreads: 4, ...overlapped })],
@@ -114,9 +119,11 @@ for (const preset of ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4']) {
         expect(s.readBytes).toBeGreaterThan(0);
         expect(s.misses).toBeGreaterThan(0);
         // Each decode went the way asked; auto's probe went both ways.
-        const { overlap } = cfg();
-        const ways = [...new Set(s.overlapped)].sort();
-        expect(ways).toEqual(overlap === true ? [1] : overlap === false ? [0] : [0, 1]);
+        const { overlap, routeAhead } = cfg();
+        const ways = (v: number[]): number[] => [...new Set(v)].sort();
+        const asked = (x: boolean | 'auto' | undefined): number[] => (x === true ? [1] : x === false ? [0] : [0, 1]);
+        expect(ways(s.overlapped)).toEqual(asked(overlap));
+        expect(ways(s.aheadOn)).toEqual(asked(routeAhead));
       });
     }
 

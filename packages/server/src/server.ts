@@ -172,7 +172,7 @@ class ServerImpl implements BmoeServer, ServerCore {
       status,
       error,
       model: { id: this.opts.modelId, path: this.opts.model, sizeBytes: info?.fileBytes ?? this.sizeBytes, info },
-      // The streamer's state now (overlap auto's choice and probe medians change while serving).
+      // The streamer's state now (auto's choice of overlap and route-ahead, and its probe medians, change while serving).
       stream: info?.options.stream ? { options: info.options.stream, resolved: this.loaded?.streamInfo() ?? info.stream } : null,
       limits: { ...this.limits, bodyLimitBytes: this.opts.bodyLimitBytes },
       queueDepth: this.turns.depth,

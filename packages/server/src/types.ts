@@ -149,8 +149,9 @@ export interface BmoeStatus {
   model: { id: string; path: string; sizeBytes: number | null; info: ModelInfo | null };
   /**
    * Expert streaming in effect (null when resident, or while loading): the options, and the
-   * streamer's state now (`Model.streamInfo()`: budget, working set, `overlapMode`, the overlap in
-   * force and, for 'auto', the last probe's medians).
+   * streamer's state now (`Model.streamInfo()`: budget, working set, `overlapMode` and
+   * `routeAheadMode`, the overlap and route-ahead in force and, for 'auto', every combination
+   * compared with its last probe's median, `probe`).
    */
   stream: { options: ResolvedStreamOptions; resolved: ModelInfo['stream'] } | null;
   limits: StatusLimits;

@@ -74,13 +74,16 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     expect(b.stream?.readMiB).toBeGreaterThan(0);
     expect(b.cache?.expertMisses).toBeGreaterThan(0);
     expect(b.cache?.cacheBudgetMiB).toBe(STREAM_CACHE_MB);
-    // Route-ahead is on by default when streaming: its moe-ahead numbers and line are there too.
+    // Route-ahead is auto by default when streaming (it may read ahead): its moe-ahead numbers and line are there too,
+    // counting predictions exactly where route-ahead was in force.
     expect(b.lines.map((l) => l.split(':')[0])).toEqual(['generation', 'moe-stream', 'moe-cache', 'moe-ahead']);
-    expect(b.ahead?.aheadRouted).toBeGreaterThan(0);
-    // Overlap auto: the moe-stream numbers and line say what it did over the reply's 11 decodes
-    // (the probe's medians once one ended: the streamer's probe spans requests).
-    expect(b.stream).toMatchObject({ overlapMode: 'auto', overlappedPercent: expect.any(Number) });
-    expect(b.lines[1]).toMatch(/, overlap auto: on for [\d.]+ % of tokens \(probe: serial ([\d.]+|n\/a) ms, overlap ([\d.]+|n\/a) ms\)$/);
+    expect(b.ahead!.aheadRouted > 0).toBe(b.stream!.aheadOnPercent! > 0);
+    // Overlap and route-ahead auto: the moe-stream numbers and line say what they did over the
+    // reply's 11 decodes (the probe's medians once one ended: the streamer's probe spans requests).
+    expect(b.stream).toMatchObject({ overlapMode: 'auto', overlappedPercent: expect.any(Number), routeAheadMode: 'auto', aheadOnPercent: expect.any(Number) });
+    expect(b.lines[1]).toMatch(
+      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial ([\d.]+|n\/a) ms, overlap ([\d.]+|n\/a) ms, route-ahead ([\d.]+|n\/a) ms, overlap \+ route-ahead ([\d.]+|n\/a) ms\)$/,
+    );
     expect(b.timings.totalMs).toBeGreaterThanOrEqual(b.timings.ttftMs);
   });
 
@@ -248,9 +251,15 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     expect(status.model.info?.architecture).toBe('qwen3moe');
     expect(status.stream?.options).toMatchObject({ moeStream: true, cacheMb: STREAM_CACHE_MB });
     expect(status.stream?.resolved?.budgetBytes).toBe(STREAM_CACHE_MB * 1024 * 1024);
-    // Overlap is measured by default; the status says so, with what the streamer measured.
-    expect(status.stream?.options).toMatchObject({ overlap: 'auto', routeAhead: true });
-    expect(status.stream?.resolved).toMatchObject({ overlapMode: 'auto', overlap: expect.any(Boolean), overlapSerialMs: expect.any(Number) });
+    // Overlap and route-ahead are measured by default; the status says so, with what the streamer measured.
+    expect(status.stream?.options).toMatchObject({ overlap: 'auto', routeAhead: 'auto' });
+    expect(status.stream?.resolved).toMatchObject({ overlapMode: 'auto', overlap: expect.any(Boolean), routeAheadMode: 'auto', routeAhead: expect.any(Boolean) });
+    expect(status.stream?.resolved?.probe.map((a) => [a.overlap, a.routeAhead])).toEqual([
+      [false, false],
+      [true, false],
+      [false, true],
+      [true, true],
+    ]);
     expect(status).toMatchObject({ queueDepth: 0, maxQueue: 8, busy: false });
     expect(Object.keys(status.device).sort()).toEqual(['batteryTempC', 'cpuTempC', 'memAvailableBytes', 'memTotalBytes', 'rssBytes']);
   });

@@ -73,6 +73,8 @@ const SPEC = [
   col('ahead_wasted_bytes', 'counter', "bytes read ahead for experts the next layer's real routing did not use"),
   // A 0/1 count per decode, so it sums to the decodes that overlapped (bmoe_overlapped_total).
   col('overlapped', 'counter', 'decodes that overlapped their expert reads with their compute: 1 or 0 (--overlap, --no-overlap, or what auto chose or probed)'),
+  // As overlapped: sums to the decodes that read ahead (bmoe_ahead_on_total).
+  col('ahead_on', 'counter', 'decodes with route-ahead in force: 1 or 0 (--route-ahead, --no-route-ahead, or what auto chose or probed)'),
   col('major_faults', 'counter', 'major page faults (getrusage delta)'),
   col('minor_faults', 'counter', 'minor page faults (getrusage delta)'),
   col('cpu_ms', 'time', 'process CPU time, all threads'),

@@ -2,9 +2,12 @@
 // back from logs, so each formatter has a parser and the pair is round-trip tested.
 //
 //   generation: N tokens, X s/token, Y tok/s (prompt P tokens in Z s)
-//   moe-stream: read M MiB, R MiB/token, decode D s/token = compute C + flash I/O I (stall S), B MiB/s, overlap MODE
-//     where `, overlap MODE` is `, overlap on`, `, overlap off` or (measured)
-//     `, overlap auto: on for P % of tokens (probe: serial X ms, overlap Y ms)`, and absent when unknown
+//   moe-stream: read M MiB, R MiB/token, decode D s/token = compute C + flash I/O I (stall S), B MiB/s, overlap MODE, route-ahead MODE
+//     where each MODE is `on`, `off` or (measured) `auto: on for P %` (the first one followed by
+//     ` of tokens`), then, when either is auto, what auto compared, e.g.
+//     `, overlap auto: on for 6.3 % of tokens, route-ahead auto: on for 93.7 % (probe: serial 88.1 ms,
+//     overlap 90.2 ms, route-ahead 79.0 ms, overlap + route-ahead 80.5 ms)`; absent when unknown
+//     (lines written before route-ahead had modes end after the overlap part)
 //   moe-cache: hit H % (h hits, m misses), resident X MiB of Y MiB budget
 //   moe-prefetch: issued N, useful U (P %)
 //   moe-ahead: predicted C of R routed (A %), read N ahead, wasted W MiB (X MiB/token)
@@ -40,26 +43,42 @@ export function formatMoeStreamLine(s: MoeStreamLine): string {
   return (
     `moe-stream: read ${mib(s.readMiB)} MiB, ${mib(s.mibPerToken)} MiB/token, ` +
     `decode ${sec(s.secondsPerToken)} s/token = compute ${sec(s.computeSecondsPerToken)} + flash I/O ${sec(s.ioSecondsPerToken)} ` +
-    `(stall ${sec(s.stallSecondsPerToken)}), ${mib(s.readMiBPerSecond)} MiB/s${overlapWords(s)}`
+    `(stall ${sec(s.stallSecondsPerToken)}), ${mib(s.readMiBPerSecond)} MiB/s${decodeWords(s)}`
   );
+}
+
+/** A probed combination's name in the line: 'serial', 'overlap', 'route-ahead', 'overlap + route-ahead'. */
+function armName(a: { overlap: boolean; routeAhead: boolean }): string {
+  return a.overlap ? (a.routeAhead ? 'overlap + route-ahead' : 'overlap') : a.routeAhead ? 'route-ahead' : 'serial';
 }
 
 /**
- * `, overlap on`, `, overlap off`, or for auto what it chose and what it measured:
- * `, overlap auto: on for 92.0 % of tokens (probe: serial 101.2 ms, overlap 80.4 ms)`; '' when unknown.
+ * `, overlap off, route-ahead on`, or for auto what it chose and what it measured:
+ * `, overlap auto: on for 6.3 % of tokens, route-ahead auto: on for 93.7 % (probe: serial 88.1 ms, …)`;
+ * '' when unknown.
  */
-function overlapWords(s: MoeStreamLine): string {
-  if (s.overlapMode === null) return '';
-  if (s.overlapMode !== 'auto') return `, overlap ${s.overlapMode}`;
-  return (
-    `, overlap auto: on for ${pct(s.overlappedPercent)} % of tokens ` +
-    `(probe: serial ${ms(s.overlapSerialMs)} ms, overlap ${ms(s.overlapOverlapMs)} ms)`
-  );
+function decodeWords(s: MoeStreamLine): string {
+  let ofTokens = ' of tokens';
+  const part = (name: string, mode: MoeStreamLine['overlapMode'], percent: number | null): string => {
+    if (mode === null) return '';
+    if (mode !== 'auto') return `, ${name} ${mode}`;
+    const words = `, ${name} auto: on for ${pct(percent)} %${ofTokens}`;
+    ofTokens = '';
+    return words;
+  };
+  const probe = s.probe === null ? '' : ` (probe: ${s.probe.map((a) => `${armName(a)} ${ms(a.medianMs)} ms`).join(', ')})`;
+  return part('overlap', s.overlapMode, s.overlappedPercent) + part('route-ahead', s.routeAheadMode, s.aheadOnPercent) + probe;
 }
 
-/** The overlap numbers the line prints: the share and the probe medians for auto only (on: all, off: none). */
+/** The numbers the line prints: a share for an auto setting only (forced: all or none), the probe when either is auto. */
 function streamLineValues(s: MoeStreamLine): MoeStreamLine {
-  return s.overlapMode === 'auto' ? s : { ...s, overlappedPercent: null, overlapSerialMs: null, overlapOverlapMs: null };
+  const anyAuto = s.overlapMode === 'auto' || s.routeAheadMode === 'auto';
+  return {
+    ...s,
+    overlappedPercent: s.overlapMode === 'auto' ? s.overlappedPercent : null,
+    aheadOnPercent: s.routeAheadMode === 'auto' ? s.aheadOnPercent : null,
+    probe: anyAuto ? s.probe : null,
+  };
 }
 
 export function formatMoeCacheLine(s: MoeCacheLine): string {
@@ -92,10 +111,11 @@ export interface EndOfRunLineOptions {
 
 /**
  * The lines of a run loaded with these stream options (null = resident): the stream lines when
- * streaming, `moe-prefetch:` with prefetch > 0, `moe-ahead:` with routeAhead.
+ * streaming, `moe-prefetch:` with prefetch > 0, `moe-ahead:` unless route-ahead was off (true, or
+ * 'auto': it may have read ahead for some tokens).
  */
-export function endOfRunLineOptions(stream: { readonly prefetch: number; readonly routeAhead: boolean } | null): EndOfRunLineOptions {
-  return { stream: stream !== null, prefetch: (stream?.prefetch ?? 0) > 0, ahead: stream?.routeAhead === true };
+export function endOfRunLineOptions(stream: { readonly prefetch: number; readonly routeAhead: boolean | 'auto' } | null): EndOfRunLineOptions {
+  return { stream: stream !== null, prefetch: (stream?.prefetch ?? 0) > 0, ahead: stream !== null && stream.routeAhead !== false };
 }
 
 export function formatEndOfRunLines(s: RunSummary, opts: EndOfRunLineOptions = {}): string[] {
@@ -123,15 +143,20 @@ export function endOfRunValues(s: RunSummary, opts: EndOfRunLineOptions = {}): E
 
 const NUM = String.raw`(n/a|[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)`;
 const INT = String.raw`(\d+)`;
+/** One probed combination in the line, without groups: `overlap + route-ahead 80.5 ms`. */
+const ARM = String.raw`(?:serial|overlap \+ route-ahead|overlap|route-ahead) (?:n/a|[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?) ms`;
 
 const GENERATION_RE = new RegExp(
   String.raw`generation: ${INT} tokens, ${NUM} s/token, ${NUM} tok/s \(prompt ${INT} tokens in ${NUM} s\)`,
 );
 const STREAM_RE = new RegExp(
   String.raw`moe-stream: read ${NUM} MiB, ${NUM} MiB/token, decode ${NUM} s/token = compute ${NUM} \+ flash I/O ${NUM} \(stall ${NUM}\), ${NUM} MiB/s` +
-    // Logs written before overlap had modes end here.
-    String.raw`(?:, overlap (on|off|auto)(?:: on for ${NUM} % of tokens \(probe: serial ${NUM} ms, overlap ${NUM} ms\))?)?`,
+    // Logs written before overlap had modes end here, before route-ahead had modes after the overlap part.
+    String.raw`(?:, overlap (on|off|auto)(?:: on for ${NUM} %(?: of tokens)?)?)?` +
+    String.raw`(?:, route-ahead (on|off|auto)(?:: on for ${NUM} %(?: of tokens)?)?)?` +
+    String.raw`(?: \(probe: (${ARM}(?:, ${ARM})*)\))?`,
 );
+const ARM_RE = new RegExp(String.raw`(serial|overlap \+ route-ahead|overlap|route-ahead) ${NUM} ms`, 'g');
 const CACHE_RE = new RegExp(
   String.raw`moe-cache: hit ${NUM} % \(${INT} hits, ${INT} misses\), resident ${NUM} MiB of ${NUM} MiB budget`,
 );
@@ -152,8 +177,9 @@ const STREAM_KEYS = [
   'readMiBPerSecond',
   'overlapMode',
   'overlappedPercent',
-  'overlapSerialMs',
-  'overlapOverlapMs',
+  'routeAheadMode',
+  'aheadOnPercent',
+  'probe',
 ] as const;
 const CACHE_KEYS = ['hitPercent', 'expertHits', 'expertMisses', 'residentMiB', 'cacheBudgetMiB'] as const;
 const PREFETCH_KEYS = ['prefetchIssued', 'prefetchUseful', 'prefetchUsefulPercent'] as const;
@@ -201,9 +227,19 @@ export function parseMoeStreamLine(line: string): MoeStreamLine | null {
     readMiBPerSecond: req(m[7]),
     overlapMode: (m[8] as MoeStreamLine['overlapMode'] | undefined) ?? null,
     overlappedPercent: val(m[9]),
-    overlapSerialMs: val(m[10]),
-    overlapOverlapMs: val(m[11]),
+    routeAheadMode: (m[10] as MoeStreamLine['routeAheadMode'] | undefined) ?? null,
+    aheadOnPercent: val(m[11]),
+    probe: m[12] === undefined ? null : parseProbe(m[12]),
   };
+}
+
+/** `serial 88.1 ms, overlap + route-ahead 80.5 ms` → the combinations, named as armName names them. */
+function parseProbe(text: string): NonNullable<MoeStreamLine['probe']> {
+  return [...text.matchAll(ARM_RE)].map((a) => ({
+    overlap: a[1]?.startsWith('overlap') === true,
+    routeAhead: a[1]?.endsWith('route-ahead') === true,
+    medianMs: val(a[2]),
+  }));
 }
 
 export function parseMoeCacheLine(line: string): MoeCacheLine | null {

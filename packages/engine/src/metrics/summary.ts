@@ -72,10 +72,16 @@ export const runSummarySchema = z.strictObject({
   overlappedPercent: nullableNum,
   /** How overlap was set: 'on' (--overlap), 'off' (--no-overlap), 'auto' (measured); null when unknown (resident, or not reported). */
   overlapMode: z.enum(['on', 'off', 'auto']).nullable(),
-  /** auto: the last probe's median wall time of a serial one-token decode (ms); null before a probe ended, or not auto. */
-  overlapSerialMs: nullableNum,
-  /** auto: the last probe's median wall time of an overlapped one-token decode (ms); null as overlapSerialMs. */
-  overlapOverlapMs: nullableNum,
+  /** Decodes with route-ahead in force (the `ahead_on` column), × 100 / decodes; null without decodes. */
+  aheadOnPercent: nullableNum,
+  /** How route-ahead was set: 'on' (--route-ahead), 'off' (--no-route-ahead), 'auto' (measured); null when unknown. */
+  routeAheadMode: z.enum(['on', 'off', 'auto']).nullable(),
+  /**
+   * What auto compared: every allowed combination of overlap and route-ahead, in probe order, with
+   * its median wall time of a one-token decode at the last probe (ms; null before a probe ended);
+   * null when neither is auto (or unknown).
+   */
+  probe: z.array(z.strictObject({ overlap: z.boolean(), routeAhead: z.boolean(), medianMs: nullableNum })).nullable(),
   peakRssBytes: z.number().int().nonnegative(),
   /** Lowest MemAvailable seen; null when it was never readable. */
   memAvailableFloorBytes: z.number().int().nonnegative().nullable(),
@@ -85,15 +91,15 @@ export const runSummarySchema = z.strictObject({
 
 export type RunSummary = z.infer<typeof runSummarySchema>;
 
-/** How overlap was set, as the streamer reports it (NativeStreamInfo's fields of the same names). */
-export interface OverlapState {
+/** How overlap and route-ahead were set, as the streamer reports them (NativeStreamInfo's fields of the same names). */
+export interface DecodeState {
   overlapMode: 'on' | 'off' | 'auto';
-  /** auto: the last probe's medians (ms per one-token decode); 0 before a probe ended. */
-  overlapSerialMs: number;
-  overlapOverlapMs: number;
+  routeAheadMode: 'on' | 'off' | 'auto';
+  /** auto: every combination compared, with its last probe's median (ms per one-token decode; 0 before a probe ended). */
+  probe: readonly { overlap: boolean; routeAhead: boolean; medianMs: number }[];
 }
 
-/** What the per-token records cannot tell: the prompt phase, the configured budget, the overlap setting. */
+/** What the per-token records cannot tell: the prompt phase, the configured budget, the overlap and route-ahead settings. */
 export interface SummaryExtra {
   /** Default 0. */
   promptTokens?: number;
@@ -101,18 +107,18 @@ export interface SummaryExtra {
   promptMs?: number;
   /** Default null (unknown). */
   cacheBudgetMiB?: number | null;
-  /** The streamer's overlap state at the end of the run. Default null (unknown: resident, or not reported). */
-  overlap?: OverlapState | null;
+  /** The streamer's decode state at the end of the run. Default null (unknown: resident, or not reported). */
+  decode?: DecodeState | null;
 }
 
-/** The overlap fields of a summary: the mode, and auto's probe medians once a probe ended. */
-function overlapFields(o: OverlapState | null | undefined): Pick<RunSummary, 'overlapMode' | 'overlapSerialMs' | 'overlapOverlapMs'> {
-  const mode = o?.overlapMode ?? null;
-  const probed = mode === 'auto' && o !== null && o !== undefined && o.overlapSerialMs > 0 && o.overlapOverlapMs > 0;
+/** The modes and, when either is auto, the combinations it compared (a median of 0: not measured yet → null). */
+function decodeFields(d: DecodeState | null | undefined): Pick<RunSummary, 'overlapMode' | 'routeAheadMode' | 'probe'> {
+  if (!d) return { overlapMode: null, routeAheadMode: null, probe: null };
+  const auto = d.overlapMode === 'auto' || d.routeAheadMode === 'auto';
   return {
-    overlapMode: mode,
-    overlapSerialMs: probed ? o.overlapSerialMs : null,
-    overlapOverlapMs: probed ? o.overlapOverlapMs : null,
+    overlapMode: d.overlapMode,
+    routeAheadMode: d.routeAheadMode,
+    probe: auto && d.probe.length > 0 ? d.probe.map((a) => ({ overlap: a.overlap, routeAhead: a.routeAhead, medianMs: a.medianMs > 0 ? a.medianMs : null })) : null,
   };
 }
 
@@ -174,7 +180,8 @@ export function summarize(all: readonly TokenMetrics[], extra: SummaryExtra = {}
     aheadWastedMiB: aheadWastedBytes / MiB,
     aheadWastedMiBPerToken: perToken(aheadWastedBytes / MiB),
     overlappedPercent: n > 0 ? (100 * sum((r) => (r.overlapped > 0 ? 1 : 0))) / n : null,
-    ...overlapFields(extra.overlap),
+    aheadOnPercent: n > 0 ? (100 * sum((r) => (r.aheadOn > 0 ? 1 : 0))) / n : null,
+    ...decodeFields(extra.decode),
     peakRssBytes: all.reduce((m, r) => Math.max(m, r.rssBytes), 0),
     memAvailableFloorBytes: memAvail.length > 0 ? Math.min(...memAvail) : null,
     majorFaults: sum((r) => r.majorFaults),

@@ -131,15 +131,16 @@ export const OPTION_TABLE = [
     value: int(1, 64), default: 4, defaultText: '4',
     help: 'parallel read lanes, each with its own descriptor',
   },
-  // A tri-state: --overlap forces it, --no-overlap forbids it, neither (or 'auto') lets the
-  // streamer measure (core-native stream/overlap_choice.h).
+  // Tri-states: --overlap / --route-ahead force them, --no-overlap / --no-route-ahead forbid them,
+  // neither (or 'auto') lets the streamer measure every allowed combination of the two and keep
+  // the fastest (core-native stream/decode_choice.h).
   {
     key: 'stream.overlap', group: 'stream', flag: '--overlap', native: { params: 'model', key: 'stream.overlap' },
     negation: { flag: '--no-overlap', help: "never overlap: read each layer's experts, then compute them (serial)" },
     value: { type: 'bool', orAuto: true }, default: 'auto', defaultText: 'auto (measured)',
     help:
-      "always hide each layer's expert reads behind its expert compute; auto (neither flag) times one-token decodes both ways, " +
-      '4 each, interleaved, overlaps only when that is faster, and measures again every 128 tokens',
+      "always hide each layer's expert reads behind its expert compute; auto (neither flag) times one-token decodes in every allowed " +
+      'combination of overlap and route-ahead, 4 each, round robin, keeps the fastest (overlap only where faster), and measures again every 128 tokens',
   },
   {
     key: 'stream.prefetch', group: 'stream', flag: '--prefetch', arg: 'N', native: { params: 'model', key: 'stream.prefetch' },
@@ -148,9 +149,12 @@ export const OPTION_TABLE = [
   },
   {
     key: 'stream.routeAhead', group: 'stream', flag: '--route-ahead', native: { params: 'model', key: 'stream.routeAhead' },
-    negation: { flag: '--no-route-ahead', help: "don't read ahead on the next MoE layer's predicted routing" },
-    value: bool, default: true, defaultText: 'on',
-    help: "read the experts the next MoE layer's router predicts from this layer's hidden state while this layer computes (lossless: the real routing still decides; costs top-k extra cache slots); on unless --no-route-ahead",
+    negation: { flag: '--no-route-ahead', help: "never read ahead on the next MoE layer's predicted routing" },
+    value: { type: 'bool', orAuto: true }, default: 'auto', defaultText: 'auto (measured)',
+    help:
+      "always read the experts the next MoE layer's router predicts from this layer's hidden state while this layer computes " +
+      '(lossless: the real routing still decides; costs top-k extra cache slots); auto (neither flag) measures it against the other ' +
+      'combinations of overlap and route-ahead (see --overlap) and keeps it only where faster',
   },
   {
     key: 'stream.odirect', group: 'stream', flag: '--no-odirect', native: { params: 'model', key: 'stream.odirect' },
