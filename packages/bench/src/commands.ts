@@ -12,7 +12,8 @@ import { findBmoeCommand, modelCacheDir as cacheDir } from './runner.js';
 import { registerServeLoad } from './serve-load.js';
 import { registerSoak } from './soak-command.js';
 import { runWaiting, waitingReport } from './waiting.js';
-import { ROW_KEYS, runTargets, targetsReport, type RowKey } from './targets.js';
+import { ROW_KEYS, runTargets, type RowKey } from './targets.js';
+import { targetsReport } from './targets-report.js';
 
 export interface BenchCommandOptions {
   /** argv prefix that runs `bmoe`. Default: findBmoeCommand() (BMOE_CLI, else `bmoe` on PATH), looked up when a command needs it. */

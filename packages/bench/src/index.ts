@@ -26,21 +26,17 @@ export { calibrate, calibrationReport, hitError, refineCandidates, SPEC_HIT_POIN
 export {
   ROW_KEYS,
   ceilingTargets,
-  fullHitRatio,
   hostPrebuiltTarget,
   medianRound,
   noPrebuiltError,
   prebuiltRowName,
-  prebuiltTarget,
-  rooflineRatio,
   runTargets,
   targetRows,
-  targetsReport,
   type RowKey,
   type RowResult,
-  type Target,
   type TargetsOptions,
 } from './targets.js';
+export { fullHitRatio, pairedTargets, prebuiltTarget, rooflineRatio, targetsReport, type Target } from './targets-report.js';
 export { registerServeLoad, runServeLoad, serveLoadReport, type LatencyStats, type ServeLoadOptions, type ServeLoadResult } from './serve-load.js';
 export { parseDoneEvent, parsePeerRate, type DoneEvent } from './run-output.js';
 export { DEFAULT_SOAK, runSoak, soakFailures, soakReport, type SoakKindStats, type SoakOptions, type SoakReport } from './soak.js';

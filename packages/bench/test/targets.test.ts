@@ -16,14 +16,11 @@ import {
   hostPrebuiltTarget,
   medianRound,
   noPrebuiltError,
-  pairedTargets,
-  prebuiltTarget,
-  rooflineRatio,
   targetRows,
-  targetsReport,
   type RowResult,
   type TargetsOptions,
 } from '../src/targets.js';
+import { pairedTargets, prebuiltTarget, rooflineRatio, targetsReport } from '../src/targets-report.js';
 
 const BENCH = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));

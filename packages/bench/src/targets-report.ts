@@ -1,0 +1,177 @@
+// `bmoe-bench targets`' report: the targets computed from the rows' results (pure: unit-tested
+// without running anything) and the markdown tables. The rows and how they run: targets.ts.
+import type { RunSummary, TokenMetrics } from '@bmoe/engine';
+import { median } from './waiting.js';
+import type { RowResult, TargetsOptions, runTargets } from './targets.js';
+
+const MiB = 1024 * 1024;
+
+/**
+ * The prebuilt addon against the native build on the same configuration: native decode s/token ÷
+ * prebuilt decode s/token, each the median of its interleaved rounds (1 = as fast; the goal is
+ * ≥ 0.97). Undefined when either row has no numbers.
+ */
+export function prebuiltTarget(rows: readonly RowResult[]): Target | undefined {
+  const native = rows.find((x) => x.key === 'resident' && x.summary);
+  const pre = rows.find((x) => x.key === 'prebuilt' && x.summary);
+  if (!native?.summary || !pre?.summary) return undefined;
+  const spt = (r: RowResult): number => median(r.roundSecondsPerToken ?? [r.summary?.secondsPerToken ?? NaN]);
+  const ratio = spt(native) / spt(pre);
+  const n = pre.roundSecondsPerToken?.length ?? 1;
+  return [`prebuilt/native decode rate (native s/token ÷ prebuilt s/token, medians of ${n} interleaved rounds): ${pre.name}`, ratio, '≥ 0.97', ratio >= 0.97];
+}
+
+/**
+ * Decode rate at a 100 % hit rate: the streamed run's decodes with zero expert misses, against
+ * the resident run's decodes at the same token positions (attention cost grows with position).
+ */
+export function fullHitRatio(resident: TokenMetrics[] | undefined, streamed: TokenMetrics[] | undefined): { ratio: number; tokens: number } | undefined {
+  if (!resident || !streamed) return undefined;
+  const at = new Map(resident.map((r) => [r.tokenIndex, r.wallMs]));
+  const pairs = streamed.filter((r) => r.tokenIndex > 0 && r.expertMisses === 0 && at.has(r.tokenIndex));
+  if (pairs.length === 0) return undefined;
+  const s = pairs.reduce((a, r) => a + r.wallMs, 0);
+  const r = pairs.reduce((a, p) => a + (at.get(p.tokenIndex) ?? 0), 0);
+  return { ratio: r / s, tokens: pairs.length };
+}
+
+export type Target = [string, number | undefined, string, boolean | undefined];
+
+/**
+ * Rows measured against the same row without their extra: `+ overlap` against the serial run
+ * (within 1.10 of max(compute, I/O) of the serial run, and never slower than it), `+ route-ahead`
+ * against the run without it (speed, and the prediction's accuracy and waste).
+ */
+export function pairedTargets(rows: readonly RowResult[]): Target[] {
+  const t: Target[] = [];
+  const base = (name: string, extra: string): RunSummary | undefined => rows.find((x) => x.name === name.replace(extra, ''))?.summary;
+  for (const row of rows.filter((x) => x.summary)) {
+    const s = row.summary as RunSummary;
+    if (row.name.includes(' + overlap') && !row.name.includes(' + route-ahead')) {
+      const serial = base(row.name, ' + overlap');
+      if (!serial) continue;
+      const bound = Math.max(serial.computeSecondsPerToken, serial.ioSecondsPerToken);
+      const r = s.secondsPerToken / bound;
+      t.push([`overlap s/token vs max(compute, I/O) of the serial run: ${row.name}`, r, '≤ 1.10', r <= 1.1]);
+      const v = s.secondsPerToken / serial.secondsPerToken;
+      t.push([`overlap s/token vs serial s/token: ${row.name}`, v, '≤ 1.0', v <= 1]);
+    }
+    if (row.key === 'stream0-auto' || row.key === 'cached-auto') {
+      // The defaults against the two configurations auto chooses between (route-ahead on in all three).
+      const prefix = row.key === 'stream0-auto' ? 'stream0' : 'cached';
+      const serial = rows.find((x) => x.key === `${prefix}-ahead`)?.summary;
+      const overlap = rows.find((x) => x.key === `${prefix}-overlap-ahead`)?.summary;
+      if (serial) {
+        const v = s.secondsPerToken / serial.secondsPerToken;
+        t.push([`overlap auto s/token vs serial (both + route-ahead): ${row.name}`, v, '≤ 1.0', v <= 1]);
+      }
+      if (serial && overlap) {
+        const best = Math.min(serial.secondsPerToken, overlap.secondsPerToken);
+        t.push([`overlap auto s/token vs the better of serial and overlap: ${row.name}`, s.secondsPerToken / best, 'reported', undefined]);
+      }
+      t.push([`share of tokens overlapped under auto: ${row.name}`, s.overlappedPercent === null || s.overlappedPercent === undefined ? undefined : s.overlappedPercent / 100, 'reported', undefined]);
+    }
+    if (row.name.includes(' + route-ahead')) {
+      const without = base(row.name, ' + route-ahead');
+      if (without) t.push([`route-ahead s/token vs without: ${row.name}`, s.secondsPerToken / without.secondsPerToken, 'reported', undefined]);
+      const acc = s.aheadAccuracyPercent;
+      t.push([`route-ahead accuracy (predicted / routed experts): ${row.name}`, acc === null ? undefined : acc / 100, 'reported', undefined]);
+      t.push([`route-ahead wasted MiB/token: ${row.name}`, s.aheadWastedMiBPerToken, 'reported', undefined]);
+    }
+  }
+  return t;
+}
+
+/**
+ * How close a streamed decode comes to its I/O roofline: the time the bytes it read per token
+ * would take at the disk's measured ceiling, over the time a token actually took (1 = the disk
+ * was the only limit and was never idle).
+ */
+export function rooflineRatio(s: RunSummary | undefined, ceilingMiBps: number): number | undefined {
+  if (!s || !(s.secondsPerToken > 0) || !(ceilingMiBps > 0)) return undefined;
+  return s.mibPerToken / ceilingMiBps / s.secondsPerToken;
+}
+
+const f = (x: number | undefined | null, d = 2): string => (x === undefined || x === null || !Number.isFinite(x) ? '—' : x.toFixed(d));
+
+export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: TargetsOptions): string {
+  const { rows, header } = r;
+  const out: string[] = [];
+  out.push(`| row | tok/s | s/token | compute s | I/O s | stall s | mgmt s | MiB/token | hit % | read MiB/s | peak RSS MiB | load read MiB |`);
+  out.push(`|---|---|---|---|---|---|---|---|---|---|---|---|`);
+  for (const row of rows) {
+    const s = row.summary;
+    if (!row.ok) {
+      out.push(`| ${row.name} | ${row.error} | | | | | | | | | | |`);
+      continue;
+    }
+    if (!s) {
+      out.push(`| ${row.name} | ${f(row.peerTokensPerSecond)} | ${f(1 / (row.peerTokensPerSecond ?? NaN), 4)} | | | | | | | | | |`);
+      continue;
+    }
+    out.push(
+      `| ${row.name} | ${f(s.tokensPerSecond)} | ${f(s.secondsPerToken, 4)} | ${f(s.computeSecondsPerToken, 4)} | ${f(s.ioSecondsPerToken, 4)} | ` +
+        `${f(s.stallSecondsPerToken, 4)} | ${f(s.mgmtSecondsPerToken, 4)} | ${f(s.mibPerToken, 1)} | ${s.hitPercent === null ? '—' : f(s.hitPercent, 1)} | ` +
+        `${f(s.readMiBPerSecond, 0)} | ${f(s.peakRssBytes / MiB, 0)} | ${row.loadReadBytes == null ? '—' : f(row.loadReadBytes / MiB, 0)} |`,
+    );
+  }
+  const by = (prefix: string): RunSummary | undefined => rows.find((x) => x.name.startsWith(prefix))?.summary;
+  const resident = by('resident (repack off');
+  const repack = by('resident (llama.cpp default');
+  const mmap = by('mmap baseline');
+  const c0 = by('stream cache 0');
+  const cached = rows.find((x) => /^stream cache \d+ MiB \(limited\)/.test(x.name))?.summary;
+  const all = rows.find((x) => x.key === 'all')?.summary;
+  const ratio = (a?: number, b?: number): number | undefined => (a !== undefined && b !== undefined && b > 0 ? a / b : undefined);
+  const t: Target[] = [];
+  const r1 = ratio(c0?.tokensPerSecond, mmap?.tokensPerSecond);
+  t.push(['stream cache 0 vs mmap baseline (same limit)', r1, '≥ 11×', r1 === undefined ? undefined : r1 >= 11]);
+  const r2 = ratio(c0?.readMiBPerSecond, rows.find((x) => x.name.startsWith('stream cache 0'))?.ceilingMiBps);
+  t.push(['stream cache 0 read rate vs O_DIRECT ceiling', r2, '≥ 0.85', r2 === undefined ? undefined : r2 >= 0.85]);
+  const r3 = ratio(cached?.tokensPerSecond, c0?.tokensPerSecond);
+  t.push([`stream cache ${o.cacheMb} MiB vs cache 0`, r3, '≥ 1.0', r3 === undefined ? undefined : r3 >= 1]);
+  const r4 = ratio(cached?.mgmtSecondsPerToken, cached?.ioSecondsPerToken);
+  t.push([`cache management / flash I/O (cache ${o.cacheMb} MiB)`, r4, '≤ 0.15', r4 === undefined ? undefined : r4 <= 0.15]);
+  t.push(...pairedTargets(rows));
+  const pre = prebuiltTarget(rows);
+  if (pre) t.push(pre);
+  for (const row of rows.filter((x) => x.name.startsWith('stream') && x.summary)) {
+    const rr = rooflineRatio(row.summary, row.ceilingMiBps ?? NaN);
+    const zero = row.name.startsWith('stream cache 0');
+    t.push([`decode vs I/O roofline (MiB/token ÷ ceiling, ÷ s/token): ${row.name}`, rr, zero ? '≥ 0.85' : 'reported', zero && rr !== undefined ? rr >= 0.85 : undefined]);
+  }
+  const full = fullHitRatio(rows.find((x) => x.name.startsWith('resident (repack off'))?.tokens, rows.find((x) => x.key === 'all')?.tokens);
+  t.push([`100 % hit (${full?.tokens ?? 0} zero-miss decodes) vs resident at the same positions`, full?.ratio, '≥ 0.97', full === undefined ? undefined : full.ratio >= 0.97]);
+  const r6 = ratio(all?.tokensPerSecond, resident?.tokensPerSecond);
+  t.push(['cache = all experts vs resident, whole run (cold start included)', r6, 'reported', undefined]);
+  const r7 = ratio(all?.tokensPerSecond, repack?.tokensPerSecond);
+  t.push(['cache = all experts vs llama.cpp default resident (repack on), whole run', r7, 'reported', undefined]);
+  // --repack: cached experts in llama.cpp's repacked layout against llama.cpp's default resident run.
+  const allRepackRes = rows.find((x) => x.key === 'all-repack');
+  const fullRepack = allRepackRes?.roundFullHitRatios?.length
+    ? { ratio: median(allRepackRes.roundFullHitRatios), rounds: allRepackRes.roundFullHitRatios.length }
+    : (() => {
+        const one = fullHitRatio(rows.find((x) => x.key === 'repack')?.tokens, allRepackRes?.tokens);
+        return one ? { ratio: one.ratio, rounds: 1 } : undefined;
+      })();
+  t.push([`100 % hit with --repack (zero-miss decodes, median of ${fullRepack?.rounds ?? 0} interleaved rounds) vs llama.cpp default resident (repack on) at the same positions`, fullRepack?.ratio, '≥ 0.95', fullRepack === undefined ? undefined : fullRepack.ratio >= 0.95]);
+  const allRepack = rows.find((x) => x.key === 'all-repack')?.summary;
+  const r9 = ratio(allRepack?.tokensPerSecond, repack?.tokensPerSecond);
+  t.push(['cache = all experts with --repack vs llama.cpp default resident (repack on), whole run', r9, 'reported', undefined]);
+  for (const row of rows.filter((x) => x.name.startsWith('stream') && x.limited && x.summary)) {
+    const budget = Number(/cache (\d+)/.exec(row.name)?.[1] ?? 0) * MiB;
+    const rr = ratio(row.summary?.peakRssBytes, header.denseBytes + budget + 300 * MiB);
+    t.push([`peak RSS / (dense + budget + 300 MiB): ${row.name}`, rr, '≤ 1.0', rr === undefined ? undefined : rr <= 1]);
+  }
+  const lr = rows.find((x) => x.name.startsWith('stream cache 0'))?.loadReadBytes;
+  const r8 = lr == null ? undefined : lr / header.denseBytes;
+  t.push(['load-phase disk reads / dense bytes (stream cache 0)', r8, '≤ 1.05', r8 === undefined ? undefined : r8 <= 1.05]);
+  out.push('', '| target | measured | goal | |', '|---|---|---|---|');
+  // Targets whose rows were not run (--rows) are left out.
+  for (const [name, v, goal, pass] of t.filter(([, v]) => v !== undefined)) out.push(`| ${name} | ${f(v, 3)} | ${goal} | ${pass === undefined ? '' : pass ? 'met' : 'missed'} |`);
+  const rounds = rows.filter((x) => x.roundSecondsPerToken).map((x) => `${x.name}: ${x.roundSecondsPerToken?.map((v) => f(v, 4)).join(', ')}${x.roundFullHitRatios ? ` (100 %-hit ratio per round: ${x.roundFullHitRatios.map((v) => f(v, 3)).join(', ')})` : ''}`);
+  if (rounds.length > 0) out.push('', `Interleaved rounds, decode s/token (the table shows each row's median round): ${rounds.join('; ')}.`);
+  const ceilings = rows.filter((x) => x.ceilingMiBps !== undefined).map((x) => `${f(x.ceilingMiBps, 0)} before ${x.name}`);
+  out.push('', `O_DIRECT read ceiling (${o.lanes} lanes), MiB/s: ${ceilings.join('; ') || '—'}. Model: ${header.path}, dense ${f(header.denseBytes / MiB, 0)} MiB, experts ${f(header.expertBytes / MiB, 0)} MiB, working set ${f(header.workingSetBytes / MiB, 0)} MiB/token.`);
+  return out.join('\n');
+}
