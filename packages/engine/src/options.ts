@@ -73,8 +73,10 @@ export interface LoadOptions {
   /** Physical micro-batch (llama.cpp `-ub`); at most `batchSize`. Default 512. */
   ubatchSize?: number;
   /**
-   * Let ggml repack weights into its faster CPU layouts. Default false: repacked kernels round
-   * differently, and false keeps results identical to `llama-completion -nr` (and to streaming).
+   * Let ggml repack weights into its faster CPU layouts (llama.cpp's own default). Default false:
+   * repacked kernels round differently, and false keeps results identical to `llama-completion
+   * -nr`. With `stream.moeStream`, experts are converted into that layout as they are read, and
+   * results equal the resident repacked run's (and llama-completion without -nr).
    */
   repack?: boolean;
   /** Map the file rather than reading it into memory. Default true. */

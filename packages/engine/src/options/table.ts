@@ -95,7 +95,7 @@ export const OPTION_TABLE = [
   {
     key: 'repack', group: 'model', flag: '--repack', native: { params: 'model', key: 'repack' },
     value: bool, default: false, defaultText: 'off',
-    help: 'let ggml repack weights (faster, but rounds differently from llama-completion -nr and from streaming)',
+    help: "let ggml repack weights, llama.cpp's default (faster; rounds as llama-completion without -nr; streamed experts are repacked as they are read)",
   },
   {
     key: 'useMmap', group: 'model', flag: null, native: { params: 'model', key: 'useMmap' },
