@@ -19,6 +19,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { packAll, publishAll } from './release.mjs';
+// The loader's own choice of CPU variant (built into packages/core-native/dist by npm test).
+import { CPU_VARIANTS, selectVariant, variantFile } from '../packages/core-native/dist/index.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
@@ -187,6 +189,29 @@ function checkPrebuilt(site, ref) {
   const source = site.tool('node', ['--input-type=module', '-e', "const m = await import('@bmoe/core-native'); console.log(JSON.stringify(m.bindingSource()))"]);
   const src = source.status === 0 ? JSON.parse(source.stdout) : { candidate: source.stderr.trim() };
   check('the loader picked the prebuilt @bmoe/core-native-linux-x64-gnu', src.candidate === '@bmoe/core-native-linux-x64-gnu' && src.wasm === false, src.candidate);
+
+  // The CPU variant: the best one this CPU has (the checkout's own choice function, on this
+  // machine's /proc/cpuinfo), every variant's file installed, and the addon built as that variant.
+  const variants = CPU_VARIANTS['linux-x64-gnu'] ?? [];
+  const want = selectVariant('linux-x64-gnu', readFileSync('/proc/cpuinfo', 'utf8'), {});
+  const pkgDir = join(site.app, 'node_modules', '@bmoe', 'core-native-linux-x64-gnu');
+  const missingFiles = variants.map((v) => variantFile('linux-x64-gnu', v.variant)).filter((f) => !existsSync(join(pkgDir, f)));
+  check('the platform package holds every CPU variant', missingFiles.length === 0, missingFiles.length ? `missing ${missingFiles.join(', ')}` : variants.map((v) => v.variant).join(', '));
+  const built = site.tool('node', ['--input-type=module', '-e', "const m = await import('@bmoe/engine'); const b = await m.nativeBuild(); console.log(JSON.stringify({ variant: b.variant }))"]);
+  const bv = built.status === 0 ? JSON.parse(built.stdout).variant : built.stderr.trim().slice(-300);
+  check(`the loader picked this CPU's best variant (${want.variant ?? 'none'}) and the addon says it is that variant`,
+    src.variant === want.variant?.variant && bv === `linux-x64-gnu.${want.variant?.variant}`, `bindingSource ${src.variant}, buildInfo ${bv}`);
+  const cpu = readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('flags'))?.split(/\s+/) ?? [];
+  for (const v of variants.filter((x) => x.variant !== want.variant?.variant && x.features.every((f) => cpu.includes(f)))) {
+    const forced = site.tool('npx', ['--no-install', '@bmoe/cli', ...ref.runArgs], { BMOE_CPU_VARIANT: v.variant });
+    const t = forced.status === 0 ? tokensOf(forced.stdout) : { ids: [], text: forced.stderr.slice(-500) };
+    const diff = t.ids.findIndex((id, i) => id !== ref.expected.ids[i]);
+    // Other SIMD widths round differently: the tokens are reported against the checkout's, the run must complete.
+    check(`BMOE_CPU_VARIANT=${v.variant} npx @bmoe/cli run completes on that variant`, t.ids.length === N, t.ids.length === N ? (diff < 0 ? 'same tokens' : `first different token at ${diff} (SIMD rounding)`) : t.text);
+  }
+  const bogus = site.tool('npx', ['--no-install', '@bmoe/cli', ...ref.runArgs], { BMOE_CPU_VARIANT: 'bogus' });
+  const bogusLine = bogus.stderr.trim().split('\n').filter(Boolean);
+  check('BMOE_CPU_VARIANT=bogus: exit 1, one line naming the variants', bogus.status !== 0 && /bogus/.test(bogus.stderr) && variants.every((v) => bogus.stderr.includes(v.variant)), bogusLine.slice(-1)[0] ?? '');
 
   const info = site.tool('npx', ['--no-install', '@bmoe/cli', 'info', ref.model]);
   check('npx @bmoe/cli info', info.status === 0 && info.stdout === ref.expectedInfo, info.status === 0 ? '' : info.stderr.slice(-1000));
