@@ -34,6 +34,26 @@ std::string model_state::file_check(bool stat_files) const {
     return "";
 }
 
+namespace {
+
+// The streamer of a loaded model: the top-k in force (the model's, or an override), each shard's
+// mapping base, and the options (with --repack, experts are cached in llama.cpp's CPU_REPACK
+// layout, converted as they are read).
+std::unique_ptr<streamer> make_streamer(const model_load_params & p, const expert_layout & layout) {
+    int32_t top_k = layout.n_expert_used;
+    const std::string key = layout.arch + ".expert_used_count";
+    for (const auto & kv : p.kv_overrides) {
+        if (key == kv.key && kv.tag == LLAMA_KV_OVERRIDE_TYPE_INT) top_k = (int32_t) kv.val_i64;
+    }
+    std::vector<uint8_t *> bases;
+    for (const auto & sh : layout.shards) bases.push_back(find_mapping_base(sh.path));
+    stream_config sc = p.stream;
+    sc.repack = p.repack;
+    return std::make_unique<streamer>(sc, layout, bases, top_k);
+}
+
+}  // namespace
+
 std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
     struct stat st{};
     if (stat(p.path.c_str(), &st) != 0) {
@@ -85,18 +105,7 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
     auto st_ptr = std::make_shared<model_state>();
     st_ptr->model = model;
     st_ptr->path  = p.path;
-    if (p.stream.enabled) {
-        int32_t top_k = layout.n_expert_used;
-        const std::string key = layout.arch + ".expert_used_count";
-        for (const auto & kv : p.kv_overrides) {
-            if (key == kv.key && kv.tag == LLAMA_KV_OVERRIDE_TYPE_INT) top_k = (int32_t) kv.val_i64;
-        }
-        std::vector<uint8_t *> bases;
-        for (const auto & sh : layout.shards) bases.push_back(find_mapping_base(sh.path));
-        stream_config sc = p.stream;
-        sc.repack = p.repack; // experts cached repacked, converted as they are read (llama.cpp's CPU_REPACK layout)
-        st_ptr->stream = std::make_unique<streamer>(sc, layout, bases, top_k);
-    }
+    if (p.stream.enabled) st_ptr->stream = make_streamer(p, layout);
     // After the streamer: its expert memory no longer maps the files, only the rest is guarded.
     if (p.use_mmap) {
         std::vector<std::string> files;
