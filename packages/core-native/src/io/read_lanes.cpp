@@ -103,10 +103,9 @@ void read_lanes::submit_all(const std::vector<read_task> & ts) {
 bool read_lanes::wait(const slice_state & s) {
     uint8_t st = s.status.load(std::memory_order_acquire);
     if (st == SLICE_READY) return true;
-    // Short spin on the flag without system calls (a yield or a futex is a trip into the kernel,
-    // which a paravirtualized guest pays dearly for: the overlap profile in docs/benchmarks.md);
-    // then sleep on the condition, counted in `waiters` so that lanes only wake anyone when
-    // someone sleeps.
+    // Short spin on the flag without system calls (sched_yield is a trip into the kernel, which a
+    // paravirtualized guest pays dearly for: the overlap profile in docs/benchmarks.md); then sleep
+    // on the condition. The flag changes under `mu`, so a sleeper cannot miss its wake-up.
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
     for (int i = 0; st == SLICE_READING; i++) {
         cpu_relax();
@@ -115,9 +114,7 @@ bool read_lanes::wait(const slice_state & s) {
     }
     if (st == SLICE_READING) {
         std::unique_lock<std::mutex> lock(mu);
-        waiters.fetch_add(1, std::memory_order_seq_cst);
-        cv_done.wait(lock, [&]() { return s.status.load(std::memory_order_seq_cst) != SLICE_READING; });
-        waiters.fetch_sub(1, std::memory_order_relaxed);
+        cv_done.wait(lock, [&]() { return s.status.load(std::memory_order_acquire) != SLICE_READING; });
         st = s.status.load(std::memory_order_acquire);
     }
     return st == SLICE_READY;
@@ -136,7 +133,7 @@ size_t read_lanes::cancel(slice_state * first, size_t n) {
         }
     }
     lock.unlock();
-    if (dropped > 0 && waiters.load(std::memory_order_seq_cst) > 0) cv_done.notify_all(); // a waiter sees ABSENT
+    if (dropped > 0) cv_done.notify_all(); // a waiter sees ABSENT
     return dropped;
 }
 
@@ -230,17 +227,16 @@ void read_lanes::lane_main(int idx) {
         if (ok) {
             bytes_read += t.len;
         }
-        if (!ok) {
+        {
+            // Under `mu`: a waiter checks the flag under it before it sleeps, so it cannot sleep
+            // through this store. (A store-then-check-a-counter protocol without the lock relies on
+            // store→load ordering, which qemu-user's arm64 emulation on x86 did not give: a
+            // streamed run hung there.) notify_all costs no system call when nobody sleeps.
             std::lock_guard<std::mutex> lock(mu);
-            if (first_error.empty()) first_error = err;
+            if (!ok && first_error.empty()) first_error = err;
+            t.state->status.store(ok ? SLICE_READY : SLICE_FAILED, std::memory_order_release);
         }
-        // Publish, then wake sleepers only if there are any: a waiter counts itself under `mu`
-        // before it checks the flag, so either it sees this store or this load sees it (seq_cst).
-        t.state->status.store(ok ? SLICE_READY : SLICE_FAILED, std::memory_order_seq_cst);
-        if (waiters.load(std::memory_order_seq_cst) > 0) {
-            { std::lock_guard<std::mutex> lock(mu); }
-            cv_done.notify_all();
-        }
+        cv_done.notify_all();
     }
 }
 

@@ -86,7 +86,6 @@ struct read_lanes {
     std::condition_variable  cv_work;
     std::condition_variable  cv_done;
     std::deque<read_task>    queue;
-    std::atomic<int32_t>     waiters{ 0 }; // threads asleep in wait() (lanes skip the wake-up when 0)
     bool                     stopping = false;
     std::string              first_error;
     std::vector<uint64_t>    file_sizes; // per file, at open
