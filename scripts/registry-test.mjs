@@ -90,6 +90,9 @@ async function startRegistry(tmp, onSpawn) {
     'packages:',
     "  '@bmoe/*':", '    access: $all', '    publish: $authenticated',
     "  '**':", '    access: $all', '    publish: $authenticated', '    proxy: npmjs',
+    // A platform package holds one addon per CPU variant (about 11 MiB each): over Verdaccio's
+    // default 10mb body limit, as a real registry would take it.
+    'max_body_size: 200mb',
     'log: { type: stdout, format: pretty, level: warn }',
     '',
   ].join('\n'));
