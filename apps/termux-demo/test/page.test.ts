@@ -116,7 +116,9 @@ describe('the chat page at 360×800', () => {
     await page.locator('#input').fill('Write a very long story');
     await page.locator('#send').click();
     const reply = page.locator('.msg.assistant').last();
-    await expect.poll(async () => (await reply.locator('.text').innerText()).length, { timeout: 60_000 }).toBeGreaterThan(10);
+    // Stop as soon as the generation is under way (Stop shows while it runs): the tiny fixture
+    // now streams at hundreds of tokens per second, so waiting for text to appear in the page
+    // could see the whole max_tokens finish first.
     await page.locator('#stop').click();
     await expect.poll(() => reply.getAttribute('data-done')).toBe('stopped');
     expect(await reply.locator('.stats').innerText()).toBe('stopped');
