@@ -4,7 +4,7 @@
 // beyond this origin. The server's API (key, JSON, SSE) is in api.js.
 
 import { apiFetch, getJson, sseData } from './api.js';
-import { clearRecords, drawChart, fmt, fmtGiB, fmtSize, pushRecord, renderSensors, showMemAvailable } from './metrics.js';
+import { clearRecords, drawChart, fmt, fmtGiB, fmtSize, pushRecords, renderSensors, showMemAvailable } from './metrics.js';
 
 // Page address knobs: ?max_tokens=N (default 256) and ?temperature=T (default: the server's).
 const params = new URLSearchParams(location.search);
@@ -226,6 +226,23 @@ async function send(text) {
   let summary = null;
   let usage = null;
   let stopped = false;
+  // Tokens can arrive faster than a phone's browser lays out a growing reply: painting each one
+  // (text, scroll, panel, chart) would queue work faster than the page does it and freeze it, Stop
+  // included. So a chunk only updates the reply and the records, and one frame paints what came.
+  let records = [];
+  let frame = 0;
+  const paint = () => {
+    frame = 0;
+    if (textNode.textContent !== reply) {
+      textNode.textContent = reply;
+      scrollDown();
+    }
+    if (records.length > 0) pushRecords(records);
+    records = [];
+  };
+  const schedulePaint = () => {
+    if (frame === 0) frame = requestAnimationFrame(paint);
+  };
   try {
     const res = await apiFetch('/v1/chat/completions', {
       method: 'POST',
@@ -242,21 +259,20 @@ async function send(text) {
       const chunk = JSON.parse(data);
       if (chunk.error) throw new Error(chunk.error.message ?? 'the server reported an error');
       const delta = chunk.choices?.[0]?.delta?.content;
-      if (delta) {
-        reply += delta;
-        textNode.textContent = reply;
-        scrollDown();
-      }
+      if (delta) reply += delta;
       const token = chunk.bmoe?.token;
-      if (token && token.tokenIndex > 0) pushRecord(token);
+      if (token && token.tokenIndex > 0) records.push(token);
       else if (token && token.memAvailableBytes !== null) showMemAvailable(token.memAvailableBytes);
       if (chunk.usage) usage = chunk.usage;
       if (chunk.bmoe?.summary) summary = chunk.bmoe.summary;
+      schedulePaint();
     }
   } catch (err) {
     if (err.name === 'AbortError') stopped = true;
     else addError(err.message);
   } finally {
+    if (frame !== 0) cancelAnimationFrame(frame);
+    paint();
     bubble.classList.remove('streaming');
     bubble.dataset.done = stopped ? 'stopped' : 'complete';
     if (reply) messages.push({ role: 'assistant', content: reply });

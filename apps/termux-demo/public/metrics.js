@@ -32,9 +32,9 @@ export const fmtSize = (bytes) => (bytes >= 1024 * MiB ? fmtGiB(bytes) : `${Math
 
 // ---- records ------------------------------------------------------------------------------
 
-/** Adds one decoded token's record and redraws the panel. */
-export function pushRecord(token) {
-  records.push(token);
+/** Adds decoded tokens' records (those that arrived since the last frame) and redraws the panel once. */
+export function pushRecords(tokens) {
+  records.push(...tokens);
   if (records.length > 4 * CHART_TOKENS) records = records.slice(-CHART_TOKENS);
   renderPanel();
 }
