@@ -2,8 +2,11 @@
 // its own `bmoe run --json` process (inside a memory cgroup when the row is limited), with the page
 // cache dropped before it; the disk's O_DIRECT ceiling is measured in the same run. Prints a
 // markdown table and each target as a ratio with pass/miss. The `prebuilt` row is the `resident` row
-// run by the prebuilt addon the loader picks on this machine (BMOE_NATIVE_PATH=<its file>): the two
-// run interleaved for `rounds` rounds (the VM's speed drifts) and are compared by their medians.
+// run by the prebuilt addon the loader picks on this machine (BMOE_NATIVE_PATH=<its file>). Rows
+// compared with each other run interleaved for `rounds` rounds (the VM's speed drifts 20–60 %
+// between identical runs) and each is summarised by its median round: `resident`/`prebuilt`,
+// `repack`/`all-repack`, and a streamed family (ROW_FAMILIES) whose `-auto` row (the defaults) is
+// asked for, so the defaults are compared with each forced combination round by round (runGroups).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,7 +35,10 @@ export interface TargetsOptions {
   rows?: readonly RowKey[];
   /** Tokens for the mmap baseline and llama-completion rows (hopeless far past RAM). Default: `n`. */
   baselineN?: number;
-  /** Interleaved rounds of the `resident`/`prebuilt` and `repack`/`all-repack` pairs (each side's median is compared). Default 3. */
+  /**
+   * Interleaved rounds of the `resident`/`prebuilt` and `repack`/`all-repack` pairs and of a
+   * streamed family whose `-auto` row is asked for (each row's median round is compared). Default 3.
+   */
   rounds?: number;
   /** Per-row time limit, minutes. Default 30. */
   timeoutMin?: number;
@@ -47,6 +53,60 @@ export const ROW_KEYS = [
   'cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'cached-auto', 'prefetch', 'all', 'all-repack',
 ] as const;
 export type RowKey = (typeof ROW_KEYS)[number];
+
+/**
+ * The streamed families: the serial row, the forced combinations of overlap and route-ahead, and
+ * the defaults (`-auto`: both auto). When a family's `-auto` row is asked for, the family's rows
+ * asked for run interleaved for `rounds` rounds, so the defaults meet each forced choice on the
+ * same drift.
+ */
+export const ROW_FAMILIES: readonly (readonly RowKey[])[] = [
+  ['stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto'],
+  ['cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'cached-auto'],
+];
+
+/** Rows run together: `interleaved` ones alternate for `rounds` rounds (each summarised by its median round); others run once. */
+export interface RunGroup {
+  keys: RowKey[];
+  rounds: number;
+  interleaved: boolean;
+}
+
+/**
+ * The rows of `keys` (any order; `prebuilt` brings `resident`) grouped as they run, in run order:
+ * `resident` with `prebuilt` (when a prebuilt addon is installed: `prebuilt`), `repack` with
+ * `all-repack`, a family of ROW_FAMILIES with the family's other rows asked for when its `-auto`
+ * row is asked for; every other row alone, once. Without a prebuilt addon installed (`prebuilt`
+ * false) `resident` runs once and `prebuilt` is a group of its own that fails saying how to build one.
+ */
+export function runGroups(keys: readonly RowKey[], rounds: number, prebuilt = true): RunGroup[] {
+  const n = Math.max(1, Math.floor(rounds));
+  const want = ROW_KEYS.filter((k) => keys.includes(k) || (k === 'resident' && keys.includes('prebuilt')));
+  const groups: RunGroup[] = [];
+  const taken = new Set<RowKey>();
+  for (const k of want) {
+    if (taken.has(k)) continue;
+    const family = ROW_FAMILIES.find((f) => f.includes(k));
+    let members: RowKey[] = [k];
+    if (family?.some((f) => f.endsWith('-auto') && want.includes(f))) members = family.filter((f) => want.includes(f));
+    else if (k === 'resident' && prebuilt && want.includes('prebuilt')) members = ['resident', 'prebuilt'];
+    else if (k === 'repack' && want.includes('all-repack')) members = ['repack', 'all-repack'];
+    const interleaved = members.length > 1 || k.endsWith('-auto');
+    for (const m of members) taken.add(m);
+    groups.push({ keys: members, rounds: interleaved ? n : 1, interleaved });
+  }
+  return groups;
+}
+
+/** One group's runs in order, as [row key, round] (rounds from 1): round 1 runs each row in turn, then round 2, … */
+export function groupPlan(g: RunGroup): Array<[RowKey, number]> {
+  return Array.from({ length: g.rounds }, (_, r) => g.keys.map((k): [RowKey, number] => [k, r + 1])).flat();
+}
+
+/** Every run of `bmoe-bench targets --rows keys --rounds rounds`, in order, as [row key, round] (see runGroups). */
+export function roundPlan(keys: readonly RowKey[], rounds: number, prebuilt = true): Array<[RowKey, number]> {
+  return runGroups(keys, rounds, prebuilt).flatMap(groupPlan);
+}
 
 interface Row {
   key: RowKey;
@@ -79,7 +139,7 @@ export interface RowResult {
   tokens?: TokenMetrics[];
   /** Streamed rows: the disk's read ceiling probed right before the row, MiB/s. */
   ceilingMiBps?: number;
-  /** `resident` and `prebuilt` run in interleaved rounds: each round's decode s/token (the summary is the median round's). */
+  /** Rows run in interleaved rounds (runGroups): each round's decode s/token (the summary, and ceilingMiBps, are the median round's). */
   roundSecondsPerToken?: number[];
   /** `all-repack`: each round's 100 %-hit decode rate against the same round's `repack` run. */
   roundFullHitRatios?: number[];
@@ -116,17 +176,17 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, k
     { key: 'mmap', name: 'mmap baseline (repack off, limited)', limited: true, args: [], baseline: true },
     { key: 'peer', name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true, baseline: true },
     // Each streamed row says --overlap / --no-overlap and --route-ahead / --no-route-ahead: the
-    // defaults (overlap auto, route-ahead on) are rows of their own (`-auto`).
+    // defaults (overlap auto, route-ahead auto) are rows of their own (`-auto`).
     { key: 'stream0', name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, ...noAhead] },
     { key: 'stream0-overlap', name: `stream cache 0, ${lanes} lanes + overlap (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', ...noAhead] },
     { key: 'stream0-ahead', name: `stream cache 0, ${lanes} lanes + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, '--route-ahead'] },
     { key: 'stream0-overlap-ahead', name: `stream cache 0, ${lanes} lanes + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', '--route-ahead'] },
-    { key: 'stream0-auto', name: `stream cache 0, ${lanes} lanes, defaults: overlap auto + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0'] },
+    { key: 'stream0-auto', name: `stream cache 0, ${lanes} lanes, defaults: overlap auto + route-ahead auto (limited)`, limited: true, args: [...s, '--cache-mb', '0'] },
     { key: 'cached', name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), ...serial, ...noAhead] },
     { key: 'cached-overlap', name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap', ...noAhead] },
     { key: 'cached-ahead', name: `stream cache ${cacheMb} MiB + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), ...serial, '--route-ahead'] },
     { key: 'cached-overlap-ahead', name: `stream cache ${cacheMb} MiB + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap', '--route-ahead'] },
-    { key: 'cached-auto', name: `stream cache ${cacheMb} MiB, defaults: overlap auto + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
+    { key: 'cached-auto', name: `stream cache ${cacheMb} MiB, defaults: overlap auto + route-ahead auto (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
     { key: 'prefetch', name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4', ...serial, ...noAhead] },
     { key: 'all', name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb), ...serial, ...noAhead], csv: true },
     { key: 'all-repack', name: `stream cache ${cacheAllMb} MiB = all experts, --repack (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb), '--repack', ...serial, ...noAhead], csv: true },
@@ -162,9 +222,11 @@ async function measureCeiling(header: ModelHeaderInfo, lanes: number, blockBytes
 
 /**
  * Runs every row, each its own process (in the cgroup when limited), page cache dropped before
- * it. A streamed row's read ceiling is probed right before it (same lanes, expert-sized O_DIRECT
- * blocks over the model's files): on a virtual disk the host's cache makes the ceiling drift
- * between rows, and the roofline compares a row with the disk as that row found it.
+ * it, grouped as runGroups says (interleaved groups alternate for `o.rounds` rounds; each row's
+ * result is its median round). A streamed run's read ceiling is probed right before it (same
+ * lanes, expert-sized O_DIRECT blocks over the model's files): on a virtual disk the host's cache
+ * makes the ceiling drift between runs, and the roofline compares a run with the disk as that run
+ * found it.
  */
 export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]; header: Awaited<ReturnType<typeof inspectModel>> }> {
   const header = await inspectModel(o.model);
@@ -176,22 +238,10 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
     cg = createMemoryCgroup(o.memLimitGiB * GiB);
     const slice = header.expertSliceBytes.gate ?? header.expertSliceBytes.gate_up ?? 1 << 20;
     const rows = targetRows(o.cacheMb, cacheAllMb, o.lanes, o.rows, (o.rows ?? ROW_KEYS).includes('prebuilt') ? prebuiltBinary() : null);
-    const prebuiltRow = rows.find((r) => r.key === 'prebuilt');
-    const allRepackRow = rows.find((r) => r.key === 'all-repack');
-    const repackRow = rows.find((r) => r.key === 'repack');
-    for (const row of rows) {
-      if (row.key === 'prebuilt') continue; // run with `resident`, below
-      if (row.key === 'all-repack' && repackRow) continue; // run with `repack`, below
-      if (row.key === 'repack' && allRepackRow) {
-        results.push(...(await runRepackPair(o, row, allRepackRow, (i) => join(csvDir, `repack-${i}.csv`))));
-        continue;
-      }
-      if (row.key === 'resident' && prebuiltRow) {
-        results.push(...(await runPrebuiltPair(o, row, prebuiltRow, (i) => join(csvDir, `resident-${i}.csv`))));
-        continue;
-      }
+    let runs = 0;
+    const run: RunOnce = async (row, label) => {
       if (o.dropCaches) dropCaches();
-      o.log(`row: ${row.name}`);
+      o.log(label);
       let ceilingMiBps: number | undefined;
       if (row.args.includes('--moe-stream')) {
         const ceil = await measureCeiling(header, o.lanes, slice);
@@ -199,10 +249,35 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
         o.log(`  read ceiling: ${ceil.mibps.toFixed(0)} MiB/s with ${o.lanes} lanes (O_DIRECT ${ceil.odirect ? 'on' : 'refused'}, ${(slice / 1024).toFixed(0)} KiB blocks)`);
         if (o.dropCaches) dropCaches();
       }
-      const res = await runRow(o, row, row.limited ? cg : null, join(csvDir, `row-${results.length}.csv`));
+      const res = await runRow(o, row, row.limited ? cg : null, join(csvDir, `run-${runs++}.csv`));
       res.ceilingMiBps = ceilingMiBps;
-      o.log(`  ${res.ok ? (res.summary ? `${res.summary.tokensPerSecond.toFixed(2)} tok/s` : `${res.peerTokensPerSecond?.toFixed(2)} tok/s`) : res.error}`);
-      results.push(res);
+      const rate = res.summary ? `${res.summary.tokensPerSecond.toFixed(2)} tok/s, ${res.summary.secondsPerToken.toFixed(4)} s/token` : `${res.peerTokensPerSecond?.toFixed(2)} tok/s`;
+      o.log(`  ${res.ok ? rate : res.error}`);
+      return res;
+    };
+    const byKey = (k: RowKey): Row => rows.find((r) => r.key === k) as Row;
+    for (const g of runGroups(rows.map((r) => r.key), o.rounds ?? 3, byKey('prebuilt')?.env !== undefined)) {
+      const members = g.keys.map(byKey);
+      if (g.interleaved) {
+        const all = await runInterleaved(g, members, run);
+        const summarised = medianRounds(all);
+        const [repack, allRepack] = [g.keys.indexOf('repack'), g.keys.indexOf('all-repack')];
+        if (repack >= 0 && allRepack >= 0) {
+          // `all-repack` carries each round's 100 %-hit ratio against the same round's `repack` run.
+          const full = (all[allRepack] ?? []).map((x, i) => fullHitRatio(all[repack]?.[i]?.tokens, x.tokens)?.ratio).filter((v): v is number => v !== undefined);
+          summarised[allRepack] = { ...(summarised[allRepack] as RowResult), roundFullHitRatios: full };
+        }
+        results.push(...summarised);
+        continue;
+      }
+      const row = members[0] as Row;
+      if (row.key === 'prebuilt' && !row.env) {
+        const error = noPrebuiltError();
+        o.log(`row: ${row.name}\n  ${error}`);
+        results.push({ key: 'prebuilt', name: row.name, limited: false, ok: false, error });
+        continue;
+      }
+      results.push(await run(row, `row: ${row.name}`));
     }
     return { rows: results, header };
   } finally {
@@ -210,6 +285,9 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
     rmSync(csvDir, { recursive: true, force: true });
   }
 }
+
+/** One run of a row (page cache dropped, ceiling probed when streamed, in the cgroup when limited), logged under `label`. */
+type RunOnce = (row: Row, label: string) => Promise<RowResult>;
 
 /** The round whose decode s/token is nearest the median of them all (the row's summary). */
 export function medianRound(secondsPerToken: readonly number[]): number {
@@ -222,35 +300,15 @@ export function medianRound(secondsPerToken: readonly number[]): number {
 }
 
 /**
- * `resident` (whatever addon the loader picks: in a checkout, its own build) and `prebuilt` (the
- * prebuilt addon, by BMOE_NATIVE_PATH) alternated for `o.rounds` rounds, so the VM's drift hits
- * both alike; each result carries every round's decode s/token and the median round's summary.
- * Without a prebuilt, `resident` runs once and `prebuilt` fails saying how to build one.
+ * The group's rows alternated for its rounds in groupPlan's order, so the VM's drift hits them
+ * alike (limited rows in the cgroup, as when run once): every round's results, per row.
  */
-async function runPrebuiltPair(o: TargetsOptions, resident: Row, prebuilt: Row, csvPath: (i: number) => string): Promise<RowResult[]> {
-  if (!prebuilt.env) {
-    if (o.dropCaches) dropCaches();
-    o.log(`row: ${resident.name}`);
-    const res = await runRow(o, resident, null, csvPath(0));
-    o.log(`  ${res.ok ? `${res.summary?.tokensPerSecond.toFixed(2)} tok/s` : res.error}`);
-    const error = noPrebuiltError();
-    o.log(`row: ${prebuilt.name}\n  ${error}`);
-    return [res, { key: 'prebuilt', name: prebuilt.name, limited: false, ok: false, error }];
-  }
-  return medianRounds(await runInterleaved(o, [resident, prebuilt], csvPath));
-}
-
-/** Rows `pair` alternated for `o.rounds` rounds (unlimited rows): every round's results, per row. */
-async function runInterleaved(o: TargetsOptions, pair: readonly [Row, Row], csvPath: (i: number) => string): Promise<RowResult[][]> {
-  const rounds = Math.max(1, o.rounds ?? 3);
-  const runs: RowResult[][] = [[], []];
-  for (let round = 0; round < rounds; round++) {
-    for (const [side, row] of pair.entries()) {
-      if (o.dropCaches) dropCaches();
-      const res = await runRow(o, row, null, csvPath(2 * round + side));
-      o.log(`round ${round + 1}/${rounds}: ${row.name}: ${res.ok ? `${res.summary?.secondsPerToken.toFixed(4)} s/token` : res.error}`);
-      runs[side]?.push(res);
-    }
+async function runInterleaved(g: RunGroup, rows: readonly Row[], run: RunOnce): Promise<RowResult[][]> {
+  const runs: RowResult[][] = rows.map(() => []);
+  for (const [key, round] of groupPlan(g)) {
+    const i = g.keys.indexOf(key);
+    const row = rows[i] as Row;
+    runs[i]?.push(await run(row, `round ${round}/${g.rounds}: ${row.name}`));
   }
   return runs;
 }
@@ -263,18 +321,6 @@ function medianRounds(runs: RowResult[][]): RowResult[] {
     const spt = all.map((r) => r.summary?.secondsPerToken ?? NaN);
     return { ...(all[medianRound(spt)] as RowResult), roundSecondsPerToken: spt };
   });
-}
-
-/**
- * `repack` (resident, llama.cpp's default layout) and `all-repack` (every expert cached, --repack)
- * alternated for `o.rounds` rounds; `all-repack` carries each round's 100 %-hit ratio against the
- * `repack` run of the same round (fullHitRatio).
- */
-async function runRepackPair(o: TargetsOptions, repack: Row, allRepack: Row, csvPath: (i: number) => string): Promise<RowResult[]> {
-  const runs = await runInterleaved(o, [repack, allRepack], csvPath);
-  const [r, a] = medianRounds(runs) as [RowResult, RowResult];
-  const full = (runs[1] ?? []).map((x, i) => fullHitRatio(runs[0]?.[i]?.tokens, x.tokens)?.ratio).filter((v): v is number => v !== undefined);
-  return [r, { ...a, roundFullHitRatios: full }];
 }
 
 /** One row: `bmoe run --json` (or llama-completion), and what its output says. */

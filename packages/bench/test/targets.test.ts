@@ -1,7 +1,8 @@
-// `bmoe-bench targets`: which rows run (--rows), where the read ceiling is probed (a split model's
-// experts live in its later shards), the roofline ratio, the prebuilt-vs-native comparison (its
-// row, its rounds' medians, its target), and a real run on a split tiny model inside a memory
-// cgroup, end to end through the executable.
+// `bmoe-bench targets`: which rows run (--rows), in what order and how many rounds (the defaults
+// rows interleaved with their family), where the read ceiling is probed (a split model's experts
+// live in its later shards), the roofline ratio, the prebuilt-vs-native comparison (its row, its
+// rounds' medians, its target), the defaults against serial and the best forced combination round
+// by round, and real runs on tiny models inside a memory cgroup, end to end through the executable.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ROW_KEYS,
   ceilingTargets,
+  roundPlan,
   hostPrebuiltTarget,
   medianRound,
   noPrebuiltError,
@@ -20,7 +22,7 @@ import {
   type RowResult,
   type TargetsOptions,
 } from '../src/targets.js';
-import { pairedTargets, prebuiltTarget, rooflineRatio, targetsReport } from '../src/targets-report.js';
+import { pairedTargets, prebuiltTarget, rooflineRatio, roundRatio, targetsReport } from '../src/targets-report.js';
 
 const BENCH = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
@@ -42,8 +44,8 @@ describe('targets rows', () => {
     const ov = targetRows(100, 200, 4, ['stream0-overlap'])[0];
     expect(ov?.args).toEqual(['--moe-stream', '--io-threads', '4', '--cache-mb', '0', '--overlap', '--no-route-ahead']);
     expect(ov?.limited).toBe(true);
-    // Every streamed row but the defaults rows says both choices: overlap is auto and route-ahead
-    // on by default, so a row named "serial" must say --no-overlap, one without route-ahead --no-route-ahead.
+    // Every streamed row but the defaults rows says both choices: both are auto by default, so a
+    // row named "serial" must say --no-overlap, one without route-ahead --no-route-ahead.
     const rows = targetRows(100, 200, 4);
     for (const r of rows.filter((x) => x.args.includes('--moe-stream'))) {
       const auto = r.key.endsWith('-auto');
@@ -52,6 +54,37 @@ describe('targets rows', () => {
     }
     expect(rows.find((r) => r.key === 'all-repack')?.args).toContain('--repack');
     expect(targetRows(100, 200, 4, ['mmap', 'peer']).every((r) => r.baseline)).toBe(true);
+    // The defaults rows say that both choices are auto.
+    expect(rows.find((r) => r.key === 'stream0-auto')?.name).toBe('stream cache 0, 4 lanes, defaults: overlap auto + route-ahead auto (limited)');
+    expect(rows.find((r) => r.key === 'cached-auto')?.name).toBe('stream cache 100 MiB, defaults: overlap auto + route-ahead auto (limited)');
+  });
+});
+
+describe('the run plan', () => {
+  it("interleaves a family's rows asked for, round after round, when its defaults row is asked for", () => {
+    expect(roundPlan(['stream0-auto', 'mmap', 'stream0', 'stream0-overlap-ahead'], 3)).toEqual([
+      ['mmap', 1],
+      ['stream0', 1], ['stream0-overlap-ahead', 1], ['stream0-auto', 1],
+      ['stream0', 2], ['stream0-overlap-ahead', 2], ['stream0-auto', 2],
+      ['stream0', 3], ['stream0-overlap-ahead', 3], ['stream0-auto', 3],
+    ]);
+    // Without its -auto row a family's rows run once each, as do rows of no family.
+    expect(roundPlan(['cached-overlap', 'cached', 'prefetch', 'stream0-auto'], 2)).toEqual([
+      ['stream0-auto', 1], ['stream0-auto', 2],
+      ['cached', 1], ['cached-overlap', 1], ['prefetch', 1],
+    ]);
+  });
+
+  it('keeps the pairs interleaved, and every family on its own', () => {
+    expect(roundPlan(['cached-auto', 'all-repack', 'repack', 'prebuilt', 'stream0-ahead', 'stream0-auto', 'cached'], 2)).toEqual([
+      ['resident', 1], ['prebuilt', 1], ['resident', 2], ['prebuilt', 2],
+      ['repack', 1], ['all-repack', 1], ['repack', 2], ['all-repack', 2],
+      ['stream0-ahead', 1], ['stream0-auto', 1], ['stream0-ahead', 2], ['stream0-auto', 2],
+      ['cached', 1], ['cached-auto', 1], ['cached', 2], ['cached-auto', 2],
+    ]);
+    // No prebuilt addon installed: resident runs once, prebuilt (which then fails) after it.
+    expect(roundPlan(['prebuilt'], 3, false)).toEqual([['resident', 1], ['prebuilt', 1]]);
+    expect(roundPlan(['stream0', 'stream0-auto'], 1)).toEqual([['stream0', 1], ['stream0-auto', 1]]);
   });
 });
 
@@ -154,6 +187,59 @@ describe('pairedTargets', () => {
   });
 });
 
+describe('the defaults against the forced combinations', () => {
+  const row = (key: RowResult['key'], rounds: number[] | undefined, over: Partial<RunSummary> = {}, name: string = key ?? ''): RowResult => {
+    const spt = rounds ? (rounds[medianRound(rounds)] ?? NaN) : (over.secondsPerToken ?? NaN);
+    return { key, name, limited: true, ok: true, ...(rounds ? { roundSecondsPerToken: rounds } : {}), summary: { ...summarize([]), ...over, secondsPerToken: spt } };
+  };
+
+  it('takes the median of the per-round ratios when the rows ran interleaved, else the ratio of the summaries', () => {
+    // The VM is 3× slower in round 2 for both rows: per round the defaults take 0.9, 0.9 and 1.5 of
+    // serial's time (median 0.9), while the median rounds' summaries would give 0.27 / 0.2 = 1.35.
+    const auto = row('stream0-auto', [0.09, 0.27, 0.3]);
+    const serial = row('stream0', [0.1, 0.3, 0.2]);
+    expect(auto.summary?.secondsPerToken).toBe(0.27);
+    expect(serial.summary?.secondsPerToken).toBe(0.2);
+    expect(roundRatio(auto, [serial])?.ratio).toBeCloseTo(0.9, 12);
+    expect(roundRatio(auto, [serial])?.rounds).toBe(3);
+    // The best forced combination is the fastest one of each round: 0.1, 0.25, 0.2 → 0.9, 1.08, 1.5.
+    const overlap = row('stream0-overlap', [0.1, 0.25, 0.25]);
+    expect(roundRatio(auto, [serial, overlap])?.ratio).toBeCloseTo(1.08, 12);
+    // Rounds of different lengths (or none): the summaries (0.27 against the 0.1 round of 0.1, 0.4).
+    expect(roundRatio(auto, [row('stream0', [0.1, 0.4])])?.ratio).toBeCloseTo(2.7, 12);
+    expect(roundRatio(auto, [row('stream0', [0.1, 0.4])])?.rounds).toBe(1);
+    expect(roundRatio(row('stream0-auto', undefined, { secondsPerToken: 0.3 }), [row('stream0', undefined, { secondsPerToken: 0.2 }), row('stream0-ahead', undefined, { secondsPerToken: 0.25 })])?.ratio).toBeCloseTo(1.5, 12);
+    expect(roundRatio(auto, [])).toBeUndefined();
+  });
+
+  it('reports the defaults against serial (goal ≤ 1.0), against the best forced combination, and what auto chose', () => {
+    const name = 'stream cache 0, 4 lanes, defaults: overlap auto + route-ahead auto (limited)';
+    const rows = [
+      row('stream0', [0.1, 0.3, 0.2], {}, 'stream cache 0, 4 lanes (limited)'),
+      row('stream0-overlap', [0.06, 0.2, 0.12], {}, 'stream cache 0, 4 lanes + overlap (limited)'),
+      row('stream0-auto', [0.09, 0.21, 0.13], { overlappedPercent: 80, aheadOnPercent: 25, aheadAccuracyPercent: 70 }, name),
+    ];
+    const t = new Map(pairedTargets(rows).map(([n, v, goal, pass]) => [n, { v, goal, pass }]));
+    const vsSerial = t.get(`defaults s/token vs serial (\`stream0\`, no overlap, no route-ahead, median of 3 per-round ratios): ${name}`);
+    expect(vsSerial?.v).toBeCloseTo(0.7, 12); // 0.9, 0.7, 0.65
+    expect(vsSerial?.goal).toBe('≤ 1.0');
+    expect(vsSerial?.pass).toBe(true);
+    const vsBest = t.get(`defaults s/token vs the best forced combination (fastest of \`stream0\`, \`stream0-overlap\` in each round, median of 3 per-round ratios): ${name}`);
+    expect(vsBest?.v).toBeCloseTo(0.13 / 0.12, 12); // fastest 0.06, 0.2, 0.12 → 1.5, 1.05, 1.083
+    expect(vsBest?.goal).toBe('reported');
+    expect(t.get(`share of tokens overlapped under auto: ${name}`)?.v).toBeCloseTo(0.8, 12);
+    expect(t.get(`share of tokens with route-ahead on under auto: ${name}`)?.v).toBeCloseTo(0.25, 12);
+    expect(t.get(`route-ahead accuracy (predicted / routed experts): ${name}`)?.v).toBeCloseTo(0.7, 12);
+    // The forced overlap row is still measured against serial, now round by round too.
+    expect(t.get('overlap s/token vs serial s/token: stream cache 0, 4 lanes + overlap (limited)')?.v).toBeCloseTo(0.6, 12);
+    // Slower than serial in most rounds: missed.
+    const slow = pairedTargets([row('cached', [0.1, 0.1, 0.1]), row('cached-auto', [0.11, 0.09, 0.12], {}, 'auto')]);
+    const missed = slow.find(([n]) => n === 'defaults s/token vs serial (`cached`, no overlap, no route-ahead, median of 3 per-round ratios): auto');
+    expect(missed?.[1]).toBeCloseTo(1.1, 12); // 1.1, 0.9, 1.2
+    expect(missed?.slice(2)).toEqual(['≤ 1.0', false]);
+  });
+});
+
 describe('ceilingTargets', () => {
   it('probes a single file past its dense bytes, a split model in every shard by its size', async () => {
     const one = await inspectModel(single);
@@ -192,6 +278,25 @@ describe.runIf(isRoot)('bmoe-bench targets on a split model (root: memory cgroup
     expect(r.stdout).toMatch(/\| load-phase disk reads \/ dense bytes \(stream cache 0\) \| \d+\.\d+ \|/);
     // Targets of rows that did not run are left out.
     expect(r.stdout).not.toContain('vs cache 0 |');
+  });
+
+  it('runs the defaults row interleaved with its family for --rounds rounds and compares them round by round', () => {
+    const r = spawnSync(
+      process.execPath,
+      [BENCH, 'targets', '--model', first, '--rows', 'stream0-auto,stream0', '--rounds', '2', '--n', '8', '--mem-limit', '1', '--io-threads', '2'],
+      { encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI }, timeout: 300_000 },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const serial = 'stream cache 0, 2 lanes (limited)';
+    const auto = 'stream cache 0, 2 lanes, defaults: overlap auto + route-ahead auto (limited)';
+    // Round 1 runs both rows, then round 2; each run has its ceiling probed right before it.
+    const runs = r.stderr.split('\n').filter((l) => l.startsWith('round ') || l.startsWith('row: '));
+    expect(runs).toEqual([`round 1/2: ${serial}`, `round 1/2: ${auto}`, `round 2/2: ${serial}`, `round 2/2: ${auto}`]);
+    expect(r.stderr.match(/read ceiling: \d+ MiB\/s/g)).toHaveLength(4);
+    expect(r.stdout).toMatch(new RegExp(`\\| defaults s/token vs serial \\(\`stream0\`, no overlap, no route-ahead, median of 2 per-round ratios\\): ${auto.replace(/[()+]/g, '\\$&')} \\| \\d+\\.\\d+ \\| ≤ 1\\.0 \\| (met|missed) \\|`));
+    expect(r.stdout).toContain(`| share of tokens overlapped under auto: ${auto} |`);
+    // Each row's two rounds are listed; the table shows the median round.
+    expect(r.stdout).toMatch(new RegExp(`Interleaved rounds, decode s/token \\(the table shows each row's median round\\): ${serial.replace(/[()]/g, '\\$&')}: \\d\\.\\d{4}, \\d\\.\\d{4}; `));
   });
 
   it('refuses an unknown row in one line', () => {
