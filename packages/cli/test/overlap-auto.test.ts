@@ -1,8 +1,9 @@
 // Overlap and route-ahead as on / off / auto (issue 14 items 1–2) end to end on a tiny streamed
 // model. With neither --overlap/--no-overlap nor --route-ahead/--no-route-ahead the streamer
 // measures: it times one-token decodes in every allowed combination, round robin (serial, overlap,
-// route-ahead, overlap + route-ahead; 4 each), so the first generated tokens go every way, then
-// keeps the fastest (a tie keeps the simpler). Either way the tokens and the logits stay
+// route-ahead, overlap + route-ahead), so the first generated tokens go every way; after 3 rounds a
+// clearly slower combination leaves, close ones are timed up to 12 times, then it keeps the
+// fastest (a tie within 2 % keeps the simpler). Either way the tokens and the logits stay
 // bit-identical to the resident run; the CSV's `overlapped` and `ahead_on` columns say which way
 // each decode went (constant when forced), and the `moe-stream:` line says the modes and, for
 // auto, the shares of tokens and the probe's medians, as the --json `done` event's stream state does.
@@ -17,9 +18,12 @@ import { greedyLogits, lines, runCli } from './helpers.js';
 
 const native = await requireNative('the native addon', () => nativeBuild());
 const PROMPT = 'Once upon a time the mother looked at the birds';
-const N = 24;
-/** Decodes per arm of auto's probe (core-native stream/decode_choice.h). */
-const PROBE_PER_ARM = 4;
+/** Enough decodes for the longest probe (4 combinations × 12) to end. */
+const N = 64;
+/** Rounds every combination gets before one may leave the probe, the most a combination gets, and the tie (core-native stream/decode_choice.h). */
+const FIRST_ROUNDS = 3;
+const MAX_PER_ARM = 12;
+const TIE = 1.02;
 /** The combinations auto compares when both are auto, in probe order: (overlapped, ahead_on). */
 const ARMS = [
   [0, 0],
@@ -79,25 +83,35 @@ describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, 
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('auto (no flag): the probe cycles the 4 combinations in the first 16 tokens, keeps the fastest, and the tokens stay the resident ones', async () => {
+  it('auto (no flag): the probe cycles the 4 combinations, times each as often as it says, keeps the fastest, and the tokens stay the resident ones', async () => {
     const r = await bmoeRun(STREAM);
     expect(r.tokens).toEqual(resident.tokens);
     const all = pairs(r.csv);
     for (const m of r.csv) expect([m.overlapped, m.aheadOn].every((v) => v === 0 || v === 1), all.join(' ')).toBe(true);
-    // The probe's decodes go round robin, serial first: tokens 1…16 after the prompt's.
-    const probeDecodes = ARMS.length * PROBE_PER_ARM;
-    const cycle = Array.from({ length: probeDecodes }, (_, i) => ARMS[i % ARMS.length]!.join(','));
-    expect(all.slice(1, 1 + probeDecodes), all.join(' ')).toEqual(cycle);
+    // The probe's decodes go round robin, serial first: 3 full rounds after the prompt's decode.
+    const cycle = Array.from({ length: FIRST_ROUNDS * ARMS.length }, (_, i) => ARMS[i % ARMS.length]!.join(','));
+    expect(all.slice(1, 1 + cycle.length), all.join(' ')).toEqual(cycle);
 
-    // The stream state at the end: both auto, and every combination's median from the probe that ended.
+    // The stream state at the end: both auto, and every combination's median and decode count.
     expect(r.stream).toMatchObject({ overlapMode: 'auto', routeAheadMode: 'auto' });
     const probe = r.stream!.probe;
     expect(probe.map((a) => [Number(a.overlap), Number(a.routeAhead)])).toEqual(ARMS.map((a) => [...a]));
-    for (const a of probe) expect(a.medianMs).toBeGreaterThan(0);
-    // After the probe, auto keeps the lowest median (a tie keeps the earlier, simpler one).
-    const best = probe.reduce((b, a) => (a.medianMs < b.medianMs ? a : b));
-    expect({ overlap: r.stream!.overlap, routeAhead: r.stream!.routeAhead }).toEqual({ overlap: best.overlap, routeAhead: best.routeAhead });
-    expect(new Set(all.slice(1 + probeDecodes)), all.join(' ')).toEqual(new Set([`${Number(best.overlap)},${Number(best.routeAhead)}`]));
+    for (const a of probe) {
+      expect(a.medianMs).toBeGreaterThan(0);
+      expect(a.timed).toBeGreaterThanOrEqual(FIRST_ROUNDS);
+      expect(a.timed).toBeLessThanOrEqual(MAX_PER_ARM);
+    }
+    // The probe's decodes are the combinations' counts; after it, one combination.
+    const probeDecodes = probe.reduce((n, a) => n + a.timed, 0);
+    const inProbe = all.slice(1, 1 + probeDecodes);
+    for (const a of probe) expect(inProbe.filter((p) => p === `${Number(a.overlap)},${Number(a.routeAhead)}`).length, all.join(' ')).toBe(a.timed);
+    // Kept: among the combinations timed to the end, the simplest within a tie of the fastest.
+    const most = Math.max(...probe.map((a) => a.timed));
+    const live = probe.filter((a) => a.timed === most);
+    const lead = Math.min(...live.map((a) => a.medianMs));
+    const kept = live.find((a) => a.medianMs <= lead * TIE)!;
+    expect({ overlap: r.stream!.overlap, routeAhead: r.stream!.routeAhead }).toEqual({ overlap: kept.overlap, routeAhead: kept.routeAhead });
+    expect(new Set(all.slice(1 + probeDecodes)), all.join(' ')).toEqual(new Set([`${Number(kept.overlap)},${Number(kept.routeAhead)}`]));
 
     // The summary and the moe-stream: line say so; the line parses back to the summary's numbers.
     const decodes = r.csv.slice(1);
@@ -107,7 +121,7 @@ describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, 
     expect(r.summary.aheadOnPercent).toBeCloseTo(share((m) => m.aheadOn), 9);
     const line = r.stderr.split('\n').find((l) => l.startsWith('moe-stream:'));
     expect(line).toMatch(
-      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial [\d.]+ ms, overlap [\d.]+ ms, route-ahead [\d.]+ ms, overlap \+ route-ahead [\d.]+ ms\)$/,
+      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial [\d.]+ ms over \d+, overlap [\d.]+ ms over \d+, route-ahead [\d.]+ ms over \d+, overlap \+ route-ahead [\d.]+ ms over \d+\)$/,
     );
     const parsed = parseEndOfRunLines(r.stderr).moeStream!;
     expect(parsed).toMatchObject({
@@ -123,7 +137,7 @@ describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, 
     const r = await bmoeRun([...STREAM, '--no-route-ahead']);
     expect(r.tokens).toEqual(resident.tokens);
     const overlapped = r.csv.map((m) => m.overlapped);
-    expect(overlapped.slice(1, 1 + 2 * PROBE_PER_ARM), overlapped.join(',')).toEqual([0, 1, 0, 1, 0, 1, 0, 1]);
+    expect(overlapped.slice(1, 1 + 2 * FIRST_ROUNDS), overlapped.join(',')).toEqual([0, 1, 0, 1, 0, 1]);
     expect(new Set(r.csv.map((m) => m.aheadOn))).toEqual(new Set([0]));
     expect(r.stream).toMatchObject({ overlapMode: 'auto', routeAheadMode: 'off', routeAhead: false });
     expect(r.stream!.probe.map((a) => [a.overlap, a.routeAhead])).toEqual([
@@ -132,7 +146,7 @@ describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, 
     ]);
     expect(r.summary).toMatchObject({ routeAheadMode: 'off', aheadOnPercent: 0 });
     const line = r.stderr.split('\n').find((l) => l.startsWith('moe-stream:'));
-    expect(line).toMatch(/, overlap auto: on for [\d.]+ % of tokens, route-ahead off \(probe: serial [\d.]+ ms, overlap [\d.]+ ms\)$/);
+    expect(line).toMatch(/, overlap auto: on for [\d.]+ % of tokens, route-ahead off \(probe: serial [\d.]+ ms over \d+, overlap [\d.]+ ms over \d+\)$/);
   }, 300_000);
 
   it('auto gives the resident logits, bit for bit, through the engine too', async () => {

@@ -42,6 +42,8 @@ export interface NativeProbeArm {
   routeAhead: boolean;
   /** Median wall time of a one-token decode in this combination at the last probe, ms; 0 before the first probe ended. */
   medianMs: number;
+  /** One-token decodes behind `medianMs` (a clearly slower combination leaves the probe after 3; close ones are timed longer). */
+  timed: number;
 }
 
 /** What the streamer resolved at load, and its decode state when asked (it changes as auto probes). */

@@ -22,10 +22,10 @@ import { rec } from './helpers.js';
 
 /** What auto compares when overlap and route-ahead are both auto, in probe order. */
 const PROBE = [
-  { overlap: false, routeAhead: false, medianMs: 88.1 },
-  { overlap: true, routeAhead: false, medianMs: 90.2 },
-  { overlap: false, routeAhead: true, medianMs: 79 },
-  { overlap: true, routeAhead: true, medianMs: 80.5 },
+  { overlap: false, routeAhead: false, medianMs: 88.1, timed: 3 },
+  { overlap: true, routeAhead: false, medianMs: 90.2, timed: 3 },
+  { overlap: false, routeAhead: true, medianMs: 79, timed: 9 },
+  { overlap: true, routeAhead: true, medianMs: 80.5, timed: 9 },
 ];
 
 // A Qwen-like token: 585 ms = 123 compute + 462 I/O, 1051 MiB read.
@@ -53,13 +53,13 @@ describe('end-of-run lines', () => {
     const records = [rec(0), ...Array.from({ length: 25 }, (_, i) => rec(i + 1, { wallMs: 90, overlapped: i < 23 ? 1 : 0, aheadOn: i < 2 ? 1 : 0 }))];
     const auto = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe: PROBE } });
     expect(formatMoeStreamLine(auto)).toMatch(
-      /, overlap auto: on for 92\.0 % of tokens, route-ahead auto: on for 8\.00 % \(probe: serial 88\.1 ms, overlap 90\.2 ms, route-ahead 79\.0 ms, overlap \+ route-ahead 80\.5 ms\)$/,
+      /, overlap auto: on for 92\.0 % of tokens, route-ahead auto: on for 8\.00 % \(probe: serial 88\.1 ms over 3, overlap 90\.2 ms over 3, route-ahead 79\.0 ms over 9, overlap \+ route-ahead 80\.5 ms over 9\)$/,
     );
     const unprobed = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe: PROBE.map((a) => ({ ...a, medianMs: 0 })) } });
     expect(formatMoeStreamLine(unprobed)).toMatch(/\(probe: serial n\/a ms, overlap n\/a ms, route-ahead n\/a ms, overlap \+ route-ahead n\/a ms\)$/);
     // One auto: its share says "of tokens", the probe names the forced one too.
     const aheadOnly = summarize(records, { decode: { overlapMode: 'off', routeAheadMode: 'auto', probe: [PROBE[0]!, PROBE[2]!] } });
-    expect(formatMoeStreamLine(aheadOnly)).toMatch(/MiB\/s, overlap off, route-ahead auto: on for 8\.00 % of tokens \(probe: serial 88\.1 ms, route-ahead 79\.0 ms\)$/);
+    expect(formatMoeStreamLine(aheadOnly)).toMatch(/MiB\/s, overlap off, route-ahead auto: on for 8\.00 % of tokens \(probe: serial 88\.1 ms over 3, route-ahead 79\.0 ms over 9\)$/);
     const forced = (overlapMode: 'on' | 'off', routeAheadMode: 'on' | 'off') => formatMoeStreamLine({ ...summary, overlapMode, routeAheadMode, probe: null });
     expect(forced('on', 'off')).toBe(`${base}, overlap on, route-ahead off`);
     expect(forced('off', 'on')).toBe(`${base}, overlap off, route-ahead on`);
@@ -160,8 +160,8 @@ describe('end-of-run line parsers', () => {
       routeAheadMode: null,
       aheadOnPercent: null,
       probe: [
-        { overlap: false, routeAhead: false, medianMs: 101.2 },
-        { overlap: true, routeAhead: false, medianMs: 80.4 },
+        { overlap: false, routeAhead: false, medianMs: 101.2, timed: null },
+        { overlap: true, routeAhead: false, medianMs: 80.4, timed: null },
       ],
     });
     expect(parseMoeStreamLine(`${old}, overlap off`)).toMatchObject({ overlapMode: 'off', routeAheadMode: null, probe: null });

@@ -98,10 +98,10 @@ describe('summarize', () => {
     // The prompt's record is left out; 3 of the 4 decodes overlapped, 1 read ahead.
     const records = [rec(0, { overlapped: 0, aheadOn: 1 }), ...[0, 1, 1, 1].map((o, i) => rec(i + 1, { wallMs: 1, overlapped: o, aheadOn: i === 0 ? 1 : 0 }))];
     const probe = [
-      { overlap: false, routeAhead: false, medianMs: 88.1 },
-      { overlap: true, routeAhead: false, medianMs: 90.2 },
-      { overlap: false, routeAhead: true, medianMs: 79 },
-      { overlap: true, routeAhead: true, medianMs: 80.5 },
+      { overlap: false, routeAhead: false, medianMs: 88.1, timed: 3 },
+      { overlap: true, routeAhead: false, medianMs: 90.2, timed: 3 },
+      { overlap: false, routeAhead: true, medianMs: 79, timed: 12 },
+      { overlap: true, routeAhead: true, medianMs: 80.5, timed: 12 },
     ];
     const auto = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe } });
     expect(auto).toMatchObject({ overlappedPercent: 75, overlapMode: 'auto', aheadOnPercent: 25, routeAheadMode: 'auto', probe });
@@ -109,8 +109,8 @@ describe('summarize', () => {
     // Before auto's first probe ended the streamer reports 0 ms: unknown, not 0.
     const unprobed = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'off', probe: probe.slice(0, 2).map((a) => ({ ...a, medianMs: 0 })) } });
     expect(unprobed.probe).toEqual([
-      { overlap: false, routeAhead: false, medianMs: null },
-      { overlap: true, routeAhead: false, medianMs: null },
+      { overlap: false, routeAhead: false, medianMs: null, timed: null },
+      { overlap: true, routeAhead: false, medianMs: null, timed: null },
     ]);
     expect(runSummarySchema.safeParse(unprobed).success).toBe(true);
     // Both forced: nothing probed.

@@ -151,6 +151,7 @@ Napi::Value model_wrap::stream_info(const Napi::CallbackInfo & info) {
         a.Set("overlap", s.probe[i].overlap);
         a.Set("routeAhead", s.probe[i].route_ahead);
         a.Set("medianMs", s.probe[i].median_ms);
+        a.Set("timed", s.probe[i].timed);
         probe.Set((uint32_t) i, a);
     }
     o.Set("probe", probe);

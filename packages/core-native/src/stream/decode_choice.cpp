@@ -1,6 +1,7 @@
 #include "bmoe/stream/decode_choice.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace bmoe {
 
@@ -12,6 +13,16 @@ double median(std::vector<double> v) {
     return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
+// The standard error of a sample's median, from its median absolute deviation (robust to the
+// odd slow token): 1.4826 × MAD estimates the spread, and a median's error is ~1.253 × that / √n.
+double median_error(const std::vector<double> & v, double med) {
+    if (v.size() < 2) return 0.0;
+    std::vector<double> dev;
+    dev.reserve(v.size());
+    for (double x : v) dev.push_back(x > med ? x - med : med - x);
+    return 1.4826 * 1.253 * median(dev) / std::sqrt((double) v.size());
+}
+
 std::vector<bool> values(mode_setting s) {
     if (s == mode_setting::off) return { false };
     if (s == mode_setting::on) return { true };
@@ -20,8 +31,8 @@ std::vector<bool> values(mode_setting s) {
 
 }  // namespace
 
-decode_choice::decode_choice(mode_setting overlap, mode_setting ahead, int32_t per_arm, int32_t every)
-    : probe_per_arm(std::max<int32_t>(1, per_arm)), reprobe_every(std::max<int32_t>(1, every)) {
+decode_choice::decode_choice(mode_setting overlap, mode_setting ahead, int32_t per_arm, int32_t every, int32_t max_arm)
+    : probe_per_arm(std::max<int32_t>(1, per_arm)), reprobe_every(std::max<int32_t>(1, every)), max_per_arm(std::max(probe_per_arm, max_arm)) {
     for (bool a : values(ahead)) {
         for (bool o : values(overlap)) {
             arm x;
@@ -36,7 +47,7 @@ decode_choice::decode_choice(mode_setting overlap, mode_setting ahead, int32_t p
 
 decode_mode decode_choice::next() {
     if (!probing_now) return choice;
-    // Round robin: every arm sees the same drift of the disk and the cache's warm-up.
+    // Round robin over the live arms: each sees the same drift of the disk and the cache's warm-up.
     return arm_list[turn].mode;
 }
 
@@ -47,22 +58,79 @@ void decode_choice::record(decode_mode m, bool one_token, double wall_ms) {
             probing_now = true;
             since_probe = 0;
             turn        = 0;
-            for (auto & a : arm_list) a.samples.clear();
+            for (auto & a : arm_list) {
+                a.samples.clear();
+                a.live = true;
+            }
         }
         return;
     }
     if (!(m == arm_list[turn].mode)) return; // not the decode next() handed out
     arm_list[turn].samples.push_back(wall_ms);
-    turn = (turn + 1) % arm_list.size();
+    do {
+        turn = (turn + 1) % arm_list.size();
+    } while (!arm_list[turn].live);
+    // A round ends when every live arm has as many samples as the first live one.
+    const size_t n = arm_list[turn].samples.size();
     for (const auto & a : arm_list) {
-        if ((int32_t) a.samples.size() < probe_per_arm) return;
+        if (a.live && a.samples.size() != n) return;
     }
-    size_t best = 0;
+    finish_round();
+}
+
+void decode_choice::finish_round() {
+    size_t best = arm_list.size();
     for (size_t i = 0; i < arm_list.size(); i++) {
-        arm_list[i].median_ms = median(arm_list[i].samples);
-        if (arm_list[i].median_ms < arm_list[best].median_ms) best = i; // strict: a tie keeps the simpler arm
+        arm & a = arm_list[i];
+        if (!a.live) continue;
+        a.median_ms = median(a.samples);
+        a.error_ms  = median_error(a.samples, a.median_ms);
+        a.timed     = (int32_t) a.samples.size();
+        if (best == arm_list.size() || a.median_ms < arm_list[best].median_ms) best = i;
     }
-    choice      = arm_list[best].mode;
+    const double  lead   = arm_list[best].median_ms;
+    const int32_t rounds = (int32_t) arm_list[best].samples.size();
+    size_t        live   = 0;
+    bool          clear  = true;
+    for (size_t i = 0; i < arm_list.size(); i++) {
+        arm & a = arm_list[i];
+        if (!a.live || i == best) {
+            live += a.live;
+            continue;
+        }
+        // How far apart the two medians must be to tell them apart, at this noise.
+        const double noise = 2.0 * std::sqrt(a.error_ms * a.error_ms + arm_list[best].error_ms * arm_list[best].error_ms);
+        if (rounds >= 3 && a.median_ms - lead > std::max(lead * (drop_ratio - 1), noise)) {
+            a.live = false; // clearly slower: no more of its tokens spent on it
+            continue;
+        }
+        live++;
+        clear = clear && a.median_ms - lead >= std::max(lead * (clear_ratio - 1), noise);
+    }
+    if (live == 1 || (rounds >= probe_per_arm && clear) || rounds >= max_per_arm) {
+        finish_probe();
+        return;
+    }
+    turn = 0;
+    while (!arm_list[turn].live) turn++;
+}
+
+void decode_choice::finish_probe() {
+    double lead = 0;
+    bool   any  = false;
+    for (const auto & a : arm_list) {
+        if (a.live && (!any || a.median_ms < lead)) {
+            lead = a.median_ms;
+            any  = true;
+        }
+    }
+    // The simplest live arm within a tie of the fastest (arm_list is simplest first).
+    for (const auto & a : arm_list) {
+        if (a.live && a.median_ms <= lead * tie_ratio) {
+            choice = a.mode;
+            break;
+        }
+    }
     probing_now = false;
 }
 

@@ -247,7 +247,7 @@ stream_info streamer::info() const {
     i.route_ahead         = modes.chosen().ahead;
     i.route_ahead_setting = name(cfg.route_ahead);
     if (modes.arms().size() > 1) {
-        for (const auto & a : modes.arms()) i.probe.push_back({ a.mode.overlap, a.mode.ahead, a.median_ms });
+        for (const auto & a : modes.arms()) i.probe.push_back({ a.mode.overlap, a.mode.ahead, a.median_ms, a.timed });
     }
     i.warning           = warning;
     i.total_hits        = total_hits;

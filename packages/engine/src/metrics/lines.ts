@@ -5,7 +5,7 @@
 //   moe-stream: read M MiB, R MiB/token, decode D s/token = compute C + flash I/O I (stall S), B MiB/s, overlap MODE, route-ahead MODE
 //     where each MODE is `on`, `off` or (measured) `auto: on for P %` (the first one followed by
 //     ` of tokens`), then, when either is auto, what auto compared, e.g.
-//     `, overlap auto: on for 6.3 % of tokens, route-ahead auto: on for 93.7 % (probe: serial 88.1 ms,
+//     `, overlap auto: on for 6.3 % of tokens, route-ahead auto: on for 93.7 % (probe: serial 88.1 ms over 3,
 //     overlap 90.2 ms, route-ahead 79.0 ms, overlap + route-ahead 80.5 ms)`; absent when unknown
 //     (lines written before route-ahead had modes end after the overlap part)
 //   moe-cache: hit H % (h hits, m misses), resident X MiB of Y MiB budget
@@ -54,7 +54,7 @@ function armName(a: { overlap: boolean; routeAhead: boolean }): string {
 
 /**
  * `, overlap off, route-ahead on`, or for auto what it chose and what it measured:
- * `, overlap auto: on for 6.3 % of tokens, route-ahead auto: on for 93.7 % (probe: serial 88.1 ms, …)`;
+ * `, overlap auto: on for 6.3 % of tokens, route-ahead auto: on for 93.7 % (probe: serial 88.1 ms over 3, …)`;
  * '' when unknown.
  */
 function decodeWords(s: MoeStreamLine): string {
@@ -66,7 +66,7 @@ function decodeWords(s: MoeStreamLine): string {
     ofTokens = '';
     return words;
   };
-  const probe = s.probe === null ? '' : ` (probe: ${s.probe.map((a) => `${armName(a)} ${ms(a.medianMs)} ms`).join(', ')})`;
+  const probe = s.probe === null ? '' : ` (probe: ${s.probe.map((a) => `${armName(a)} ${ms(a.medianMs)} ms${a.timed === null ? '' : ` over ${a.timed}`}`).join(', ')})`;
   return part('overlap', s.overlapMode, s.overlappedPercent) + part('route-ahead', s.routeAheadMode, s.aheadOnPercent) + probe;
 }
 
@@ -143,8 +143,8 @@ export function endOfRunValues(s: RunSummary, opts: EndOfRunLineOptions = {}): E
 
 const NUM = String.raw`(n/a|[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)`;
 const INT = String.raw`(\d+)`;
-/** One probed combination in the line, without groups: `overlap + route-ahead 80.5 ms`. */
-const ARM = String.raw`(?:serial|overlap \+ route-ahead|overlap|route-ahead) (?:n/a|[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?) ms`;
+/** One probed combination in the line, without groups: `overlap + route-ahead 80.5 ms over 4` (logs before `over` had none). */
+const ARM = String.raw`(?:serial|overlap \+ route-ahead|overlap|route-ahead) (?:n/a|[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?) ms(?: over \d+)?`;
 
 const GENERATION_RE = new RegExp(
   String.raw`generation: ${INT} tokens, ${NUM} s/token, ${NUM} tok/s \(prompt ${INT} tokens in ${NUM} s\)`,
@@ -156,7 +156,7 @@ const STREAM_RE = new RegExp(
     String.raw`(?:, route-ahead (on|off|auto)(?:: on for ${NUM} %(?: of tokens)?)?)?` +
     String.raw`(?: \(probe: (${ARM}(?:, ${ARM})*)\))?`,
 );
-const ARM_RE = new RegExp(String.raw`(serial|overlap \+ route-ahead|overlap|route-ahead) ${NUM} ms`, 'g');
+const ARM_RE = new RegExp(String.raw`(serial|overlap \+ route-ahead|overlap|route-ahead) ${NUM} ms(?: over ${INT})?`, 'g');
 const CACHE_RE = new RegExp(
   String.raw`moe-cache: hit ${NUM} % \(${INT} hits, ${INT} misses\), resident ${NUM} MiB of ${NUM} MiB budget`,
 );
@@ -233,12 +233,13 @@ export function parseMoeStreamLine(line: string): MoeStreamLine | null {
   };
 }
 
-/** `serial 88.1 ms, overlap + route-ahead 80.5 ms` → the combinations, named as armName names them. */
+/** `serial 88.1 ms over 3, overlap + route-ahead 80.5 ms over 12` → the combinations, named as armName names them. */
 function parseProbe(text: string): NonNullable<MoeStreamLine['probe']> {
   return [...text.matchAll(ARM_RE)].map((a) => ({
     overlap: a[1]?.startsWith('overlap') === true,
     routeAhead: a[1]?.endsWith('route-ahead') === true,
     medianMs: val(a[2]),
+    timed: a[3] === undefined ? null : Number(a[3]),
   }));
 }
 

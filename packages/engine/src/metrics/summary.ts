@@ -78,10 +78,12 @@ export const runSummarySchema = z.strictObject({
   routeAheadMode: z.enum(['on', 'off', 'auto']).nullable(),
   /**
    * What auto compared: every allowed combination of overlap and route-ahead, in probe order, with
-   * its median wall time of a one-token decode at the last probe (ms; null before a probe ended);
+   * its median wall time of a one-token decode at the last probe (ms; null before a probe ended)
+   * and how many decodes that median is of (`timed`: a clearly slower combination leaves the probe
+   * after 3, close ones are timed longer; null when unknown, e.g. parsed from an older log);
    * null when neither is auto (or unknown).
    */
-  probe: z.array(z.strictObject({ overlap: z.boolean(), routeAhead: z.boolean(), medianMs: nullableNum })).nullable(),
+  probe: z.array(z.strictObject({ overlap: z.boolean(), routeAhead: z.boolean(), medianMs: nullableNum, timed: z.number().int().nonnegative().nullable() })).nullable(),
   peakRssBytes: z.number().int().nonnegative(),
   /** Lowest MemAvailable seen; null when it was never readable. */
   memAvailableFloorBytes: z.number().int().nonnegative().nullable(),
@@ -95,8 +97,8 @@ export type RunSummary = z.infer<typeof runSummarySchema>;
 export interface DecodeState {
   overlapMode: 'on' | 'off' | 'auto';
   routeAheadMode: 'on' | 'off' | 'auto';
-  /** auto: every combination compared, with its last probe's median (ms per one-token decode; 0 before a probe ended). */
-  probe: readonly { overlap: boolean; routeAhead: boolean; medianMs: number }[];
+  /** auto: every combination compared, with its last probe's median (ms per one-token decode; 0 before a probe ended) and the decodes behind it. */
+  probe: readonly { overlap: boolean; routeAhead: boolean; medianMs: number; timed: number }[];
 }
 
 /** What the per-token records cannot tell: the prompt phase, the configured budget, the overlap and route-ahead settings. */
@@ -118,7 +120,7 @@ function decodeFields(d: DecodeState | null | undefined): Pick<RunSummary, 'over
   return {
     overlapMode: d.overlapMode,
     routeAheadMode: d.routeAheadMode,
-    probe: auto && d.probe.length > 0 ? d.probe.map((a) => ({ overlap: a.overlap, routeAhead: a.routeAhead, medianMs: a.medianMs > 0 ? a.medianMs : null })) : null,
+    probe: auto && d.probe.length > 0 ? d.probe.map((a) => ({ overlap: a.overlap, routeAhead: a.routeAhead, medianMs: a.medianMs > 0 ? a.medianMs : null, timed: a.medianMs > 0 ? a.timed : null })) : null,
   };
 }
 

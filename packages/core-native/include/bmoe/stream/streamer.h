@@ -40,6 +40,7 @@ struct stream_info {
         bool   overlap     = false;
         bool   route_ahead = false;
         double median_ms   = 0;             // per one-token decode, the last probe (0 before one)
+        int32_t timed      = 0;             // decodes behind it (a clearly slower combination is dropped early)
     };
     std::vector<probe_arm> probe;           // auto: every combination it compares
     std::string warning;                // e.g. O_DIRECT refused, auto fell back to no cache
