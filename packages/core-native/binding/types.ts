@@ -21,7 +21,8 @@ export interface NativeStreamParams {
    * true forces overlapped reads (needs patch 0002: see buildInfo().overlapSupported), false
    * forces serial; 'auto' or absent: measured together with routeAhead (stream/decode_choice.h):
    * the streamer times one-token decodes in every allowed combination of overlap and route-ahead,
-   * round robin (4 each), keeps the one with the lowest median (a tie keeps the simpler), and
+   * round robin (3 to 12 each, as the noise needs), keeps the one with the lowest median (within
+   * 2 % the simpler wins), and
    * measures again every 128 tokens. Without patch 0002, auto is serial.
    */
   overlap?: boolean | 'auto';

@@ -26,8 +26,9 @@ export interface StreamOptions {
   /**
    * Hide each layer's expert reads behind its expert compute: true always, false never (serial),
    * 'auto' measured: the streamer times one-token decodes in every allowed combination of overlap
-   * and route-ahead (4 each, round robin), keeps the one with the lowest median (a tie keeps the
-   * simpler: overlap only where faster), and measures again every 128 tokens; the per-token
+   * and route-ahead (round robin, 3 to 12 each: a clearly slower one leaves early, close ones are
+   * timed longer), keeps the one with the lowest median (within 2 % the simpler wins: overlap only
+   * where faster), and measures again every 128 tokens; the per-token
    * `overlapped` metric says which way each decode went. Default 'auto'.
    */
   overlap?: boolean | 'auto';

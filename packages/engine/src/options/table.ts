@@ -140,7 +140,7 @@ export const OPTION_TABLE = [
     value: { type: 'bool', orAuto: true }, default: 'auto', defaultText: 'auto (measured)',
     help:
       "always hide each layer's expert reads behind its expert compute; auto (neither flag) times one-token decodes in every allowed " +
-      'combination of overlap and route-ahead, 4 each, round robin, keeps the fastest (overlap only where faster), and measures again every 128 tokens',
+      'combination of overlap and route-ahead, round robin, as long as the noise needs (3 to 12 each), keeps the fastest (overlap only where faster), and measures again every 128 tokens',
   },
   {
     key: 'stream.prefetch', group: 'stream', flag: '--prefetch', arg: 'N', native: { params: 'model', key: 'stream.prefetch' },
