@@ -110,7 +110,7 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
     .option('--prompt <text>', 'prompt', 'The quick brown fox jumps over the lazy dog')
     .option('--rows <keys>', `rows to run, comma-separated (${ROW_KEYS.join(', ')})`, rowKeys, [...ROW_KEYS])
     .option('--baseline-n <N>', 'tokens for the mmap baseline and llama-completion rows (default: --n)', int(1))
-    .option('--rounds <N>', 'interleaved rounds of the resident/prebuilt and repack/all-repack pairs and, when an -auto row is asked for, of its family (stream0*, cached*), each row its median round (other rows run once)', int(1), 3)
+    .option('--rounds <N>', 'interleaved rounds of resident with prebuilt and resident-top1, of repack/all-repack and, when an -auto row is asked for, of its family (stream0*, cached*), each row its median round (other rows run once)', int(1), 3)
     .option('--timeout-min <N>', 'time limit per row, minutes', int(1), 30)
     .action(async (o: { model: string; memLimit: number; n: number; threads: number; cacheMb: number; ioThreads: number; dropCaches?: boolean; prompt: string; rows: RowKey[]; baselineN?: number; rounds: number; timeoutMin: number }) => {
       const topts = {

@@ -4,9 +4,9 @@
 // markdown table and each target as a ratio with pass/miss. The `prebuilt` row is the `resident` row
 // run by the prebuilt addon the loader picks on this machine (BMOE_NATIVE_PATH=<its file>). Rows
 // compared with each other run interleaved for `rounds` rounds (the VM's speed drifts 20–60 %
-// between identical runs) and each is summarised by its median round: `resident`/`prebuilt`,
-// `repack`/`all-repack`, and a streamed family (ROW_FAMILIES) whose `-auto` row (the defaults) is
-// asked for, so the defaults are compared with each forced combination round by round (runGroups).
+// between identical runs) and each is summarised by its median round: `resident` with `prebuilt`
+// and `resident-top1` (top-1 routing: gives the expert compute per token), `repack`/`all-repack`,
+// and a streamed family (ROW_FAMILIES) whose `-auto` row (the defaults) is asked for, so the defaults are compared with each forced combination round by round (runGroups).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,8 +36,8 @@ export interface TargetsOptions {
   /** Tokens for the mmap baseline and llama-completion rows (hopeless far past RAM). Default: `n`. */
   baselineN?: number;
   /**
-   * Interleaved rounds of the `resident`/`prebuilt` and `repack`/`all-repack` pairs and of a
-   * streamed family whose `-auto` row is asked for (each row's median round is compared). Default 3.
+   * Interleaved rounds of `resident` with `prebuilt` and `resident-top1`, of `repack`/`all-repack`
+   * and of a streamed family whose `-auto` row is asked for (each row's median round is compared). Default 3.
    */
   rounds?: number;
   /** Per-row time limit, minutes. Default 30. */
@@ -49,7 +49,7 @@ export interface TargetsOptions {
 
 /** Row keys, in run order: `--rows` picks among them (`prebuilt` brings `resident`, its reference, along). */
 export const ROW_KEYS = [
-  'resident', 'prebuilt', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto',
+  'resident', 'resident-top1', 'prebuilt', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto',
   'cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'cached-auto', 'prefetch', 'all', 'all-repack',
 ] as const;
 export type RowKey = (typeof ROW_KEYS)[number];
@@ -74,10 +74,11 @@ export interface RunGroup {
 
 /**
  * The rows of `keys` (any order; `prebuilt` brings `resident`) grouped as they run, in run order:
- * `resident` with `prebuilt` (when a prebuilt addon is installed: `prebuilt`), `repack` with
- * `all-repack`, a family of ROW_FAMILIES with the family's other rows asked for when its `-auto`
- * row is asked for; every other row alone, once. Without a prebuilt addon installed (`prebuilt`
- * false) `resident` runs once and `prebuilt` is a group of its own that fails saying how to build one.
+ * `resident` with those of `resident-top1` and `prebuilt` asked for (`prebuilt` only when a prebuilt
+ * addon is installed: `prebuilt`), `repack` with `all-repack`, a family of ROW_FAMILIES with the
+ * family's other rows asked for when its `-auto` row is asked for; every other row alone, once.
+ * Without a prebuilt addon installed (`prebuilt` false) `prebuilt` is a group of its own that fails
+ * saying how to build one (and `resident` runs once unless `resident-top1` is asked for).
  */
 export function runGroups(keys: readonly RowKey[], rounds: number, prebuilt = true): RunGroup[] {
   const n = Math.max(1, Math.floor(rounds));
@@ -89,7 +90,7 @@ export function runGroups(keys: readonly RowKey[], rounds: number, prebuilt = tr
     const family = ROW_FAMILIES.find((f) => f.includes(k));
     let members: RowKey[] = [k];
     if (family?.some((f) => f.endsWith('-auto') && want.includes(f))) members = family.filter((f) => want.includes(f));
-    else if (k === 'resident' && prebuilt && want.includes('prebuilt')) members = ['resident', 'prebuilt'];
+    else if (k === 'resident') members = want.filter((x) => x === 'resident' || x === 'resident-top1' || (x === 'prebuilt' && prebuilt));
     else if (k === 'repack' && want.includes('all-repack')) members = ['repack', 'all-repack'];
     const interleaved = members.length > 1 || k.endsWith('-auto');
     for (const m of members) taken.add(m);
@@ -171,6 +172,9 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, k
   const want = keys.includes('prebuilt') ? [...keys, 'resident'] : keys;
   const rows: Row[] = [
     { key: 'resident', name: 'resident (repack off, no limit)', limited: false, args: [], csv: true },
+    // Top-1 routing (the engine's top-k override): resident − this, × K/(K−1), is the expert compute
+    // per token, which bounds what overlap can hide (targets-report.ts, expertComputeSeconds).
+    { key: 'resident-top1', name: 'resident, --n-expert-used 1 (repack off, no limit; measures expert compute)', limited: false, args: ['--n-expert-used', '1'] },
     { key: 'prebuilt', name: prebuiltRowName(prebuilt), limited: false, args: [], ...(prebuilt ? { env: { BMOE_NATIVE_PATH: prebuilt.file } } : {}) },
     { key: 'repack', name: 'resident (llama.cpp default: repack on, no limit)', limited: false, args: ['--repack'], csv: true },
     { key: 'mmap', name: 'mmap baseline (repack off, limited)', limited: true, args: [], baseline: true },

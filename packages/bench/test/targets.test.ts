@@ -2,7 +2,8 @@
 // rows interleaved with their family), where the read ceiling is probed (a split model's experts
 // live in its later shards), the roofline ratio, the prebuilt-vs-native comparison (its row, its
 // rounds' medians, its target), the defaults against serial and the best forced combination round
-// by round, and real runs on tiny models inside a memory cgroup, end to end through the executable.
+// by round, the expert compute per token (resident against top-1) and the layer-dependency bound
+// of overlap, and real runs on tiny models inside a memory cgroup, end to end through the executable.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +23,7 @@ import {
   type RowResult,
   type TargetsOptions,
 } from '../src/targets.js';
-import { pairedTargets, prebuiltTarget, rooflineRatio, roundRatio, targetsReport } from '../src/targets-report.js';
+import { dependencyBound, expertComputeSeconds, pairedTargets, prebuiltTarget, rooflineRatio, roundRatio, targetsReport } from '../src/targets-report.js';
 
 const BENCH = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
@@ -58,6 +59,16 @@ describe('targets rows', () => {
     expect(rows.find((r) => r.key === 'stream0-auto')?.name).toBe('stream cache 0, 4 lanes, defaults: overlap auto + route-ahead auto (limited)');
     expect(rows.find((r) => r.key === 'cached-auto')?.name).toBe('stream cache 100 MiB, defaults: overlap auto + route-ahead auto (limited)');
   });
+
+  it("has resident-top1: resident's configuration at the engine's top-1 override, unlimited, right after resident", () => {
+    const [resident, top1] = targetRows(100, 200, 4, ['resident-top1', 'resident']);
+    expect(resident?.key).toBe('resident');
+    expect(top1?.key).toBe('resident-top1');
+    expect(top1?.name).toBe('resident, --n-expert-used 1 (repack off, no limit; measures expert compute)');
+    expect(top1?.args).toEqual(['--n-expert-used', '1']);
+    expect(top1?.limited).toBe(false);
+    expect(ROW_KEYS.indexOf('resident-top1')).toBe(ROW_KEYS.indexOf('resident') + 1);
+  });
 });
 
 describe('the run plan', () => {
@@ -85,6 +96,22 @@ describe('the run plan', () => {
     // No prebuilt addon installed: resident runs once, prebuilt (which then fails) after it.
     expect(roundPlan(['prebuilt'], 3, false)).toEqual([['resident', 1], ['prebuilt', 1]]);
     expect(roundPlan(['stream0', 'stream0-auto'], 1)).toEqual([['stream0', 1], ['stream0-auto', 1]]);
+  });
+
+  it('interleaves resident-top1 with resident (and prebuilt) when both are asked for, else runs it once', () => {
+    expect(roundPlan(['mmap', 'resident-top1', 'resident'], 3)).toEqual([
+      ['resident', 1], ['resident-top1', 1], ['resident', 2], ['resident-top1', 2], ['resident', 3], ['resident-top1', 3],
+      ['mmap', 1],
+    ]);
+    // `prebuilt` brings resident along: the three alternate, each compared with resident's rounds.
+    expect(roundPlan(['prebuilt', 'resident-top1'], 2)).toEqual([
+      ['resident', 1], ['resident-top1', 1], ['prebuilt', 1], ['resident', 2], ['resident-top1', 2], ['prebuilt', 2],
+    ]);
+    // No prebuilt installed: resident and resident-top1 still alternate; prebuilt fails once after them.
+    expect(roundPlan(['prebuilt', 'resident-top1'], 2, false)).toEqual([
+      ['resident', 1], ['resident-top1', 1], ['resident', 2], ['resident-top1', 2], ['prebuilt', 1],
+    ]);
+    expect(roundPlan(['resident-top1', 'mmap'], 3)).toEqual([['resident-top1', 1], ['mmap', 1]]);
   });
 });
 
@@ -240,6 +267,92 @@ describe('the defaults against the forced combinations', () => {
   });
 });
 
+describe('the expert compute and the layer-dependency bound of overlap', () => {
+  const row = (key: RowResult['key'], rounds: number[] | undefined, over: Partial<RunSummary> = {}, name: string = key ?? ''): RowResult => {
+    const spt = rounds ? (rounds[medianRound(rounds)] ?? NaN) : (over.secondsPerToken ?? NaN);
+    return { key, name, limited: key !== 'resident' && key !== 'resident-top1', ok: true, ...(rounds ? { roundSecondsPerToken: rounds } : {}), summary: { ...summarize([]), ...over, secondsPerToken: spt } };
+  };
+  // Round 2 is 1.5× slower for both rows: per round (resident − top-1) = 0.010, 0.012, 0.0105 s,
+  // × 8/7 = 0.01143, 0.01371, 0.012 → median 0.012 s.
+  const resident = row('resident', [0.03, 0.045, 0.032], {}, 'resident (repack off, no limit)');
+  const top1 = row('resident-top1', [0.02, 0.033, 0.0215], {}, 'resident, --n-expert-used 1 (repack off, no limit; measures expert compute)');
+
+  it('is (resident − top-1) × K/(K−1): the median of per-round values when interleaved, else from the summaries', () => {
+    const e = expertComputeSeconds([resident, top1], 8);
+    expect(e?.seconds).toBeCloseTo(0.012, 12);
+    expect(e?.rounds).toBe(3);
+    // Not interleaved (no rounds, or rounds of different lengths): (0.0305 − 0.02) × 4/3 = 0.014.
+    const once = expertComputeSeconds([row('resident', undefined, { secondsPerToken: 0.0305 }), row('resident-top1', undefined, { secondsPerToken: 0.02 })], 4);
+    expect(once?.seconds).toBeCloseTo(0.014, 12);
+    expect(once?.rounds).toBe(1);
+    // Summaries 0.032 and 0.02 (median rounds): 0.012 × 2 = 0.024.
+    expect(expertComputeSeconds([resident, row('resident-top1', [0.02, 0.02])], 2)?.seconds).toBeCloseTo(0.024, 12);
+    // K unknown or ≤ 1 (top-1 is then the model itself), or a row missing or failed: nothing.
+    expect(expertComputeSeconds([resident, top1], 1)).toBeUndefined();
+    expect(expertComputeSeconds([resident, top1], undefined)).toBeUndefined();
+    expect(expertComputeSeconds([resident], 8)).toBeUndefined();
+    expect(expertComputeSeconds([resident, { key: 'resident-top1', name: 'x', limited: false, ok: false, error: 'exit 1' }], 8)).toBeUndefined();
+  });
+
+  it('bounds an overlapped token by compute + max(0, I/O − expert compute) of the serial run', () => {
+    expect(dependencyBound({ computeSecondsPerToken: 0.035, ioSecondsPerToken: 0.06 }, 0.012)).toBeCloseTo(0.083, 12);
+    // I/O shorter than the expert compute hides entirely: compute alone.
+    expect(dependencyBound({ computeSecondsPerToken: 0.035, ioSecondsPerToken: 0.01 }, 0.012)).toBeCloseTo(0.035, 12);
+  });
+
+  const serial = row('stream0', undefined, { secondsPerToken: 0.095, computeSecondsPerToken: 0.035, ioSecondsPerToken: 0.06 }, 'stream cache 0, 4 lanes (limited)');
+  const overlap = row('stream0-overlap', undefined, { secondsPerToken: 0.088 }, 'stream cache 0, 4 lanes + overlap (limited)');
+  const cached = row('cached', undefined, { secondsPerToken: 0.05, computeSecondsPerToken: 0.034, ioSecondsPerToken: 0.016 }, 'stream cache 100 MiB (limited)');
+  const cachedOverlap = row('cached-overlap', undefined, { secondsPerToken: 0.04 }, 'stream cache 100 MiB + overlap (limited)');
+  const both = row('stream0-overlap-ahead', undefined, { secondsPerToken: 0.07 }, 'stream cache 0, 4 lanes + overlap + route-ahead (limited)');
+
+  it('reports the expert compute and measures each overlap row without route-ahead against the bound (≤ 1.10), beside max(compute, I/O)', () => {
+    const t = pairedTargets([resident, top1, serial, overlap, both, cached, cachedOverlap], 8);
+    const byName = new Map(t.map(([n, v, goal, pass, digits]) => [n, { v, goal, pass, digits }]));
+    const e = byName.get('expert compute per token (resident − resident top-1) × K/(K−1), s (K = 8, median of 3 interleaved rounds)');
+    expect(e?.v).toBeCloseTo(0.012, 12);
+    expect(e?.goal).toBe('reported');
+    expect(e?.pass).toBeUndefined();
+    expect(e?.digits).toBe(4);
+    const label = 'overlap s/token vs the layer-dependency bound of the serial run: compute + max(0, I/O − expert compute): ';
+    // stream0: 0.088 against max(0.035, 0.06) = 1.467 (missed), against 0.035 + 0.048 = 0.083: 1.060 (met).
+    expect(byName.get('overlap s/token vs max(compute, I/O) of the serial run: stream cache 0, 4 lanes + overlap (limited)')?.v).toBeCloseTo(0.088 / 0.06, 12);
+    const d0 = byName.get(`${label}stream cache 0, 4 lanes + overlap (limited)`);
+    expect(d0?.v).toBeCloseTo(0.088 / 0.083, 12);
+    expect(d0?.goal).toBe('≤ 1.10');
+    expect(d0?.pass).toBe(true);
+    // cached: I/O 0.016 − 0.012 leaves 0.004 unhidden: 0.04 / 0.038 = 1.053 (met).
+    expect(byName.get(`${label}stream cache 100 MiB + overlap (limited)`)?.v).toBeCloseTo(0.04 / 0.038, 12);
+    // Each bound line follows its row's max(compute, I/O) line; route-ahead rows get none.
+    const names = t.map(([n]) => n);
+    expect(names.indexOf(`${label}stream cache 0, 4 lanes + overlap (limited)`)).toBe(names.indexOf('overlap s/token vs max(compute, I/O) of the serial run: stream cache 0, 4 lanes + overlap (limited)') + 1);
+    expect(names.filter((n) => n.startsWith(label))).toHaveLength(2);
+    // Slower than 1.10 × the bound: missed.
+    const slow = pairedTargets([resident, top1, serial, row('stream0-overlap', undefined, { secondsPerToken: 0.1 }, overlap.name)], 8);
+    expect(slow.find(([n]) => n.startsWith(label))?.slice(1, 4)).toEqual([0.1 / 0.083, '≤ 1.10', false]);
+  });
+
+  it('leaves the lines out without K > 1 or without both resident rows, and keeps max(compute, I/O)', () => {
+    for (const t of [pairedTargets([resident, top1, serial, overlap], 1), pairedTargets([resident, top1, serial, overlap]), pairedTargets([resident, serial, overlap], 8)]) {
+      expect(t.some(([n]) => n.startsWith('expert compute') || n.includes('layer-dependency'))).toBe(false);
+      expect(t.some(([n]) => n.startsWith('overlap s/token vs max(compute, I/O)'))).toBe(true);
+    }
+    // Top-1 slower than resident (noise beyond the difference): reported as measured, (0.02 − 0.021) × 8/7, no bound.
+    const noisy = pairedTargets([row('resident', [0.02]), row('resident-top1', [0.021]), serial, overlap], 8);
+    expect(noisy.find(([n]) => n.startsWith('expert compute'))?.[1]).toBeCloseTo((-0.001 * 8) / 7, 12);
+    expect(noisy.some(([n]) => n.includes('layer-dependency'))).toBe(false);
+  });
+
+  it('prints the expert compute to 4 decimals in the report, with the K of the model', async () => {
+    const header = { ...(await inspectModel(single)), expertsUsed: 8 };
+    const o: TargetsOptions = { model: single, memLimitGiB: 2, n: 8, threads: 2, cacheMb: 100, lanes: 4, dropCaches: false, prompt: 'x', bmoe: [], log: () => undefined };
+    const report = targetsReport({ header, rows: [resident, top1, serial, overlap] }, o);
+    expect(report).toContain('| expert compute per token (resident − resident top-1) × K/(K−1), s (K = 8, median of 3 interleaved rounds) | 0.0120 | reported |  |');
+    expect(report).toContain('| overlap s/token vs the layer-dependency bound of the serial run: compute + max(0, I/O − expert compute): stream cache 0, 4 lanes + overlap (limited) | 1.060 | ≤ 1.10 | met |');
+    expect(targetsReport({ header: { ...header, expertsUsed: 1 }, rows: [resident, top1, serial, overlap] }, o)).not.toContain('layer-dependency');
+  });
+});
+
 describe('ceilingTargets', () => {
   it('probes a single file past its dense bytes, a split model in every shard by its size', async () => {
     const one = await inspectModel(single);
@@ -297,6 +410,21 @@ describe.runIf(isRoot)('bmoe-bench targets on a split model (root: memory cgroup
     expect(r.stdout).toContain(`| share of tokens overlapped under auto: ${auto} |`);
     // Each row's two rounds are listed; the table shows the median round.
     expect(r.stdout).toMatch(new RegExp(`Interleaved rounds, decode s/token \\(the table shows each row's median round\\): ${serial.replace(/[()]/g, '\\$&')}: \\d\\.\\d{4}, \\d\\.\\d{4}; `));
+  });
+
+  it('runs resident-top1 (bmoe run --n-expert-used 1) interleaved with resident and reports the expert compute', () => {
+    const r = spawnSync(
+      process.execPath,
+      [BENCH, 'targets', '--model', single, '--rows', 'resident-top1,resident', '--rounds', '2', '--n', '8'],
+      { encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI }, timeout: 300_000 },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const resident = 'resident (repack off, no limit)';
+    const top1 = 'resident, --n-expert-used 1 (repack off, no limit; measures expert compute)';
+    const runs = r.stderr.split('\n').filter((l) => l.startsWith('round ') || l.startsWith('row: '));
+    expect(runs).toEqual([`round 1/2: ${resident}`, `round 1/2: ${top1}`, `round 2/2: ${resident}`, `round 2/2: ${top1}`]);
+    // The tiny model routes 4 experts per token; on it the difference is timing noise, so only its form is checked.
+    expect(r.stdout).toMatch(/\| expert compute per token \(resident − resident top-1\) × K\/\(K−1\), s \(K = 4, median of 2 interleaved rounds\) \| -?\d+\.\d{4} \| reported \|/);
   });
 
   it('refuses an unknown row in one line', () => {
