@@ -93,8 +93,9 @@ static void test_close_leaders_get_more_samples() {
 }
 
 // Share of noisy probes (200 seeded runs) that keep overlap when it is `gain` faster. The noise
-// is an overlapped q30-8l run's (docs/benchmarks.md): token times within ±5 % of the median, and
-// one token in seven 1.25× slower.
+// is close to that of overlapped q30-8l decodes at a 24 % cache (docs/benchmarks.md: p10 0.91–0.94
+// and p90 1.14–1.23 of the median, 16–18 % of tokens over 1.1×): token times within ±8 % of the
+// median, and one token in six 1.25× slower.
 static double right_choices(double gain, int32_t max_per_arm) {
     int right = 0;
     for (uint32_t seed = 1; seed <= 200; seed++) {
@@ -102,7 +103,7 @@ static double right_choices(double gain, int32_t max_per_arm) {
         auto rnd = [&]() { x ^= x << 13; x ^= x >> 17; x ^= x << 5; return (x % 10000) / 10000.0; };
         decode_choice c(mode_setting::automatic, mode_setting::off, 4, 1000, max_per_arm);
         run(c, 2 * max_per_arm, [&](decode_mode m) {
-            const double noise = (0.95 + 0.1 * rnd()) * (rnd() < 0.15 ? 1.25 : 1.0);
+            const double noise = (0.92 + 0.16 * rnd()) * (rnd() < 0.17 ? 1.25 : 1.0);
             return (m.overlap ? 100.0 * (1 - gain) : 100.0) * noise;
         });
         right += !c.probing() && c.chosen() == OVERLAP;
@@ -111,13 +112,14 @@ static double right_choices(double gain, int32_t max_per_arm) {
 }
 
 static void test_noise_the_longer_probe_sees_through() {
-    // Four samples each keep the faster of two combinations 5 % apart in only about three runs
-    // in four; a probe that goes on while the gap is within the noise keeps it far more often.
+    // Four samples each keep the faster of two combinations 5 % apart in about seven runs in ten;
+    // a probe that goes on while the gap is within the noise keeps it more often, and one 8 %
+    // apart nearly always.
     const double fixed5 = right_choices(0.05, 4), adaptive5 = right_choices(0.05, 12), adaptive8 = right_choices(0.08, 12);
     std::printf("noisy probe keeps a 5 %% faster overlap: 4 samples %.0f %%, adaptive %.0f %%; 8 %% faster: adaptive %.0f %%\n", 100 * fixed5, 100 * adaptive5, 100 * adaptive8);
     CHECK(adaptive5 >= fixed5 + 0.1);
-    CHECK(adaptive5 >= 0.9);
-    CHECK(adaptive8 >= 0.98);
+    CHECK(adaptive5 >= 0.8);
+    CHECK(adaptive8 >= 0.95);
 }
 
 static void test_median_ignores_one_outlier() {
