@@ -41,7 +41,7 @@ export interface NativeStreamParams {
 export interface NativeProbeArm {
   overlap: boolean;
   routeAhead: boolean;
-  /** Median wall time of a one-token decode in this combination at the last probe, ms; 0 before the first probe ended. */
+  /** Median wall time of a one-token decode in this combination in the current or last probe (updated each round), ms; 0 before the first round ended. */
   medianMs: number;
   /** One-token decodes behind `medianMs` (a clearly slower combination leaves the probe after 3; close ones are timed longer). */
   timed: number;

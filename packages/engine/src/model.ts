@@ -62,7 +62,7 @@ export interface Model {
   /**
    * The streamer's state now: as `info.stream`, with the overlap and route-ahead in force
    * (`overlap`, `routeAhead`), for 'auto' every combination compared with its last probe's median
-   * (`probe`, ms per one-token decode; 0 before a probe ended), and hit/miss totals so far. null
+   * (`probe`, ms per one-token decode and the decodes behind it; 0 before the first round ended), and hit/miss totals so far. null
    * when resident or closed.
    */
   streamInfo(): NativeStreamInfo | null;

@@ -79,10 +79,11 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     expect(b.lines.map((l) => l.split(':')[0])).toEqual(['generation', 'moe-stream', 'moe-cache', 'moe-ahead']);
     expect(b.ahead!.aheadRouted > 0).toBe(b.stream!.aheadOnPercent! > 0);
     // Overlap and route-ahead auto: the moe-stream numbers and line say what they did over the
-    // reply's 11 decodes (the probe's medians once one ended: the streamer's probe spans requests).
+    // reply's 11 decodes (the probe's medians and how many decodes each is of, once a round ended:
+    // the streamer's probe spans requests).
     expect(b.stream).toMatchObject({ overlapMode: 'auto', overlappedPercent: expect.any(Number), routeAheadMode: 'auto', aheadOnPercent: expect.any(Number) });
     expect(b.lines[1]).toMatch(
-      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial ([\d.]+|n\/a) ms, overlap ([\d.]+|n\/a) ms, route-ahead ([\d.]+|n\/a) ms, overlap \+ route-ahead ([\d.]+|n\/a) ms\)$/,
+      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial ([\d.]+ ms over \d+|n\/a ms), overlap ([\d.]+ ms over \d+|n\/a ms), route-ahead ([\d.]+ ms over \d+|n\/a ms), overlap \+ route-ahead ([\d.]+ ms over \d+|n\/a ms)\)$/,
     );
     expect(b.timings.totalMs).toBeGreaterThanOrEqual(b.timings.ttftMs);
   });

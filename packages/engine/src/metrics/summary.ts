@@ -78,7 +78,7 @@ export const runSummarySchema = z.strictObject({
   routeAheadMode: z.enum(['on', 'off', 'auto']).nullable(),
   /**
    * What auto compared: every allowed combination of overlap and route-ahead, in probe order, with
-   * its median wall time of a one-token decode at the last probe (ms; null before a probe ended)
+   * its median wall time of a one-token decode in the current or last probe (ms; null before its first round ended)
    * and how many decodes that median is of (`timed`: a clearly slower combination leaves the probe
    * after 3, close ones are timed longer; null when unknown, e.g. parsed from an older log);
    * null when neither is auto (or unknown).
@@ -97,7 +97,7 @@ export type RunSummary = z.infer<typeof runSummarySchema>;
 export interface DecodeState {
   overlapMode: 'on' | 'off' | 'auto';
   routeAheadMode: 'on' | 'off' | 'auto';
-  /** auto: every combination compared, with its last probe's median (ms per one-token decode; 0 before a probe ended) and the decodes behind it. */
+  /** auto: every combination compared, with its median in the current or last probe (ms per one-token decode; 0 before the first round ended) and the decodes behind it. */
   probe: readonly { overlap: boolean; routeAhead: boolean; medianMs: number; timed: number }[];
 }
 

@@ -39,7 +39,7 @@ struct stream_info {
     struct probe_arm {
         bool   overlap     = false;
         bool   route_ahead = false;
-        double median_ms   = 0;             // per one-token decode, the last probe (0 before one)
+        double median_ms   = 0;             // per one-token decode, the current or last probe (0 before its first round)
         int32_t timed      = 0;             // decodes behind it (a clearly slower combination is dropped early)
     };
     std::vector<probe_arm> probe;           // auto: every combination it compares
