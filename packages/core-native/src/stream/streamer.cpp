@@ -375,10 +375,14 @@ bool streamer::on_eval(ggml_tensor * t, bool ask) {
     static constexpr char ROUTING[] = "ffn_moe_topk-";
     const bool routing = std::strncmp(t->name, ROUTING, sizeof(ROUTING) - 1) == 0;
     if (ask) {
-        if (cfg.repack && t->op == GGML_OP_MUL_MAT_ID && t->src[0] && !owns(t->src[0]->data) && !learn_repacked(t->src[0])) {
-            return routing;
+        const ggml_tensor * w = t->op == GGML_OP_MUL_MAT_ID ? t->src[0] : nullptr;
+        bool ours = w && owns(w->data);
+        if (w && !ours && cfg.repack) {
+            // With --repack an expert's weights sit in CPU_REPACK, outside the mapping: first seen here.
+            if (!learn_repacked(w)) return routing;
+            ours = owns(w->data);
         }
-        if (t->op == GGML_OP_MUL_MAT_ID && t->src[0] && owns(t->src[0]->data)) {
+        if (ours) {
             // An expert matmul: its weights must be ours, at the address we rebound, and this
             // layer's routing must have been observed just before it.
             const void * data = t->src[0]->data;
