@@ -5,7 +5,7 @@
 // the generation → answer path respond.ts.
 import { stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { BmoeError, inspectModel, loadModel, readDeviceSensors, type Model, type ResolvedStreamOptions, type Session } from '@bmoe/engine';
+import { BmoeError, inspectModel, loadModel, readDeviceSensors, type LoadOptions, type Model, type ResolvedStreamOptions, type Session } from '@bmoe/engine';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
 import { registerCors } from './cors.js';
@@ -48,7 +48,18 @@ export interface BmoeServer {
 
 /** Builds the server (nothing is bound or loaded until `listen()`). Throws BmoeError('E_OPTION') on bad options. */
 export async function createServer(options: ServerOptions): Promise<BmoeServer> {
-  return new ServerImpl(resolveServerOptions(options));
+  return new ServerImpl(resolveServerOptions(options), loadModel);
+}
+
+/** How the server loads its model: the engine's loadModel. */
+export type ModelLoader = (path: string, options: LoadOptions) => Promise<Model>;
+
+/**
+ * createServer with another model loader. Internal: the package does not export it (index.ts);
+ * the tests stand in a load that never ends, which no model file can be relied on to do.
+ */
+export async function createServerWithLoader(options: ServerOptions, load: ModelLoader): Promise<BmoeServer> {
+  return new ServerImpl(resolveServerOptions(options), load);
 }
 
 /** The engine's default context size, in force until the model is loaded. */
@@ -76,7 +87,10 @@ class ServerImpl implements BmoeServer, ServerCore {
   private turnSeconds = 0;
   private readonly idleWaiters: Array<() => void> = [];
 
-  constructor(readonly opts: ResolvedServerOptions) {
+  constructor(
+    readonly opts: ResolvedServerOptions,
+    private readonly load: ModelLoader,
+  ) {
     this.guard = createRequestGuard(opts);
     this.turns = new Turns(opts.maxQueue, () => {
       this.metrics.queueDepth(this.turns.depth);
@@ -197,7 +211,7 @@ class ServerImpl implements BmoeServer, ServerCore {
     this.state = 'loading';
     this.loading = (async () => {
       try {
-        const model = await loadModel(this.opts.model, this.opts.load);
+        const model = await this.load(this.opts.model, this.opts.load);
         if (this.closingPromise) {
           await model.close();
           throw new BmoeError('E_CLOSED', 'the server was closed while the model was loading');
