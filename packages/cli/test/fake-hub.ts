@@ -7,6 +7,10 @@
 // must not follow the redirect).
 // Repositories may require a token (401 without it), missing ones are 404 with X-Error-Code, and a
 // download can be cut mid-body (the socket destroyed after N bytes) or served corrupted.
+// Hostile behaviours for the hardening tests: a tree listing that loops (empty pages linking to
+// themselves or onwards, endless pages) or stalls (no answer, or half a page); a file body that
+// stalls, comes as an HTML page (a login or proxy page with 200), or from a plain server with no
+// ETag that honours Range whatever changed.
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,7 +20,19 @@ export interface HubFile {
   data: Buffer;
   /** Serve these bytes instead of `data` (the tree still publishes sha256(data)): a wrong checksum. */
   served?: Buffer;
+  /** Serve this HTML page instead (200, chunked, no Content-Length), with `htmlType` ('' for none). */
+  html?: string;
+  htmlType?: string;
+  /** A plain file server: no ETag (nor If-Range: a Range is honoured even if the file changed). */
+  noEtag?: boolean;
 }
+
+/**
+ * How the tree API misbehaves: empty pages whose next link is the page itself (`repeat-empty`) or a
+ * new cursor each time (`empty-pages`); one new entry a page, never ending (`endless`); no answer at
+ * all (`no-answer`); headers and half a page, then nothing (`stall-body`).
+ */
+export type TreeTrouble = 'repeat-empty' | 'empty-pages' | 'endless' | 'no-answer' | 'stall-body';
 
 export interface HubRepo {
   files: HubFile[];
@@ -39,8 +55,12 @@ export interface FakeHub {
   requests: RecordedRequest[];
   /** Tree entries per page. Default 1000. */
   pageSize: number;
+  /** Misbehaviour of every tree request, or null (the default). */
+  treeTrouble: TreeTrouble | null;
   /** The next download of `repo`/`path` sends `bytes` bytes of its body, then the connection is cut. */
   cutNext(repo: string, path: string, bytes: number): void;
+  /** The next download of `repo`/`path` sends `bytes` bytes of its body, then nothing (the connection stays open). */
+  stallNext(repo: string, path: string, bytes: number): void;
   close(): Promise<void>;
 }
 
@@ -51,16 +71,26 @@ function json(res: ServerResponse, status: number, body: unknown, headers: Recor
   res.end(JSON.stringify(body));
 }
 
+interface Cut {
+  bytes: number;
+  /** Leave the connection open instead of destroying it. */
+  stall: boolean;
+}
+
 export async function startFakeHub(repos: Record<string, HubRepo>): Promise<FakeHub> {
-  const cuts = new Map<string, number>();
+  const cuts = new Map<string, Cut>();
   const hub: FakeHub = {
     url: '',
     cdnUrl: '',
     repos: new Map(Object.entries(repos)),
     requests: [],
     pageSize: 1000,
-    cutNext: (repo, path, bytes) => void cuts.set(`${repo}/${path}`, bytes),
+    treeTrouble: null,
+    cutNext: (repo, path, bytes) => void cuts.set(`${repo}/${path}`, { bytes, stall: false }),
+    stallNext: (repo, path, bytes) => void cuts.set(`${repo}/${path}`, { bytes, stall: true }),
     close: async () => {
+      // Stalled responses would keep close() waiting for ever.
+      for (const s of [server, cdnServer]) s.closeAllConnections();
       await Promise.all([server, cdnServer].map((s) => new Promise((resolve) => s.close(resolve))));
     },
   };
@@ -102,6 +132,7 @@ function repoFor(hub: FakeHub, req: IncomingMessage, res: ServerResponse, name: 
 function tree(hub: FakeHub, req: IncomingMessage, res: ServerResponse, url: URL, name: string, rest: string[]): void {
   const repo = repoFor(hub, req, res, name);
   if (!repo) return;
+  if (hub.treeTrouble !== null) return troubledTree(hub, res, url, hub.treeTrouble);
   if (rest[0] !== 'main') return json(res, 404, { error: 'Revision not found' }, { 'x-error-code': 'RevisionNotFound' });
   const prefix = rest.slice(1).join('/');
   const recursive = url.searchParams.get('recursive') === 'true';
@@ -131,6 +162,19 @@ function tree(hub: FakeHub, req: IncomingMessage, res: ServerResponse, url: URL,
   json(res, 200, page, headers);
 }
 
+function troubledTree(hub: FakeHub, res: ServerResponse, url: URL, trouble: TreeTrouble): void {
+  if (trouble === 'no-answer') return;
+  if (trouble === 'stall-body') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    return void res.write('[{"type":"file","path":"a.gguf",');
+  }
+  const cursor = Number(url.searchParams.get('cursor') ?? 0);
+  const next = new URL(url.pathname + url.search, hub.url);
+  if (trouble !== 'repeat-empty') next.searchParams.set('cursor', String(cursor + 1));
+  const page = trouble === 'endless' ? [{ type: 'directory', oid: '0'.repeat(40), size: 0, path: `d${cursor}` }] : [];
+  json(res, 200, page, { link: `<${next.href}>; rel="next"` });
+}
+
 function resolve(hub: FakeHub, req: IncomingMessage, res: ServerResponse, name: string, rev: string, path: string): void {
   const repo = repoFor(hub, req, res, name);
   if (!repo) return;
@@ -146,11 +190,16 @@ function resolve(hub: FakeHub, req: IncomingMessage, res: ServerResponse, name: 
   res.end();
 }
 
-function cdn(hub: FakeHub, req: IncomingMessage, res: ServerResponse, cuts: Map<string, number>, name: string, path: string): void {
+function cdn(hub: FakeHub, req: IncomingMessage, res: ServerResponse, cuts: Map<string, Cut>, name: string, path: string): void {
   const file = hub.repos.get(name)?.files.find((f) => f.path === path);
   if (!file) return json(res, 404, { error: 'Not found' });
+  if (file.html !== undefined) {
+    const type = file.htmlType ?? 'text/html; charset=utf-8';
+    res.writeHead(200, type === '' ? {} : { 'content-type': type });
+    return void res.end(file.html);
+  }
   const body = file.served ?? file.data;
-  const etag = `"${sha256(body)}"`;
+  const etag = file.noEtag ? undefined : `"${sha256(body)}"`;
   let start = 0;
   let status = 200;
   const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
@@ -163,12 +212,15 @@ function cdn(hub: FakeHub, req: IncomingMessage, res: ServerResponse, cuts: Map<
     }
     status = 206;
   }
-  const headers: Record<string, string> = { etag, 'accept-ranges': 'bytes', 'content-length': String(body.length - start), 'content-type': 'application/octet-stream' };
+  const headers: Record<string, string> = { 'accept-ranges': 'bytes', 'content-length': String(body.length - start), 'content-type': 'application/octet-stream' };
+  if (etag !== undefined) headers.etag = etag;
   if (status === 206) headers['content-range'] = `bytes ${start}-${body.length - 1}/${body.length}`;
   res.writeHead(status, headers);
   const cut = cuts.get(`${name}/${path}`);
   if (cut === undefined) return void res.end(body.subarray(start));
   cuts.delete(`${name}/${path}`);
+  const sent = body.subarray(start, start + cut.bytes);
+  if (cut.stall) return void res.write(sent);
   // Cut a moment after the bytes went out, so the client has read them (as after a real drop).
-  res.write(body.subarray(start, start + cut), () => setTimeout(() => res.socket?.destroy(), 300));
+  res.write(sent, () => setTimeout(() => res.socket?.destroy(), 300));
 }
