@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isModelRef, parseModelRef, resolveModelFlags } from '../src/hub/index.js';
 import { modelsDir } from '../src/hub/models-dir.js';
-import { groupModels, matchesQuant, selectFiles } from '../src/hub/select.js';
+import { groupModels, listNames, matchesQuant, selectFiles } from '../src/hub/select.js';
 import { startFakeHub } from './fake-hub.js';
 
 const f = (path: string) => ({ path, size: 1, sha256: null });
@@ -33,6 +33,15 @@ describe('model references', () => {
     expect(modelsDir({ HOME: '/h', PREFIX: '/data/data/com.termux/files/usr' })).toBe('/h/bmoe/models');
     expect(modelsDir({ HOME: '/h' })).toBe('/h/.cache/bmoe/models');
     expect(modelsDir({ HOME: '/h', XDG_CACHE_HOME: '/c' })).toBe('/c/bmoe/models');
+  });
+});
+
+describe('name lists in messages', () => {
+  it('show at most 20 names and how many more', () => {
+    expect(listNames(['a', 'b'])).toBe('a, b');
+    const names = Array.from({ length: 10_000 }, (_, i) => `m${i}.gguf`);
+    expect(listNames(names)).toBe(`${names.slice(0, 20).join(', ')} and 9980 more`);
+    expect(listNames(names.slice(0, 20))).toBe(names.slice(0, 20).join(', '));
   });
 });
 

@@ -10,6 +10,14 @@ const SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
 const QUANT_WORD = /^(?:I?Q\d(?:_[A-Z0-9]+)*|B?F16|F32|MXFP4(?:_MOE)?|TQ\d_\d)$/i;
 /** The quant taken when a repository has several and the reference names none (as llama.cpp's -hf). */
 export const DEFAULT_QUANT = 'Q4_K_M';
+/** Names an error or note lists at most: a repository of 10,000 files must not make a 200 KB line. */
+export const MAX_LISTED = 20;
+
+/** `a, b, c` — or the first MAX_LISTED and `and N more`. */
+export function listNames(names: readonly string[], max = MAX_LISTED): string {
+  if (names.length <= max) return names.join(', ');
+  return `${names.slice(0, max).join(', ')} and ${names.length - max} more`;
+}
 
 /** One model of a repository: a file, or the shards of a split file in order. */
 export interface ModelGroup {
@@ -61,10 +69,13 @@ const baseName = (p: string): string => p.slice(p.lastIndexOf('/') + 1);
 /** How a model is named in lists: its quant word when that is unique, else its file name. */
 function labels(groups: readonly ModelGroup[]): string[] {
   const quantOf = (g: ModelGroup): string | null => [...g.key.replace(/\.gguf$/i, '').split(/[/.-]/)].reverse().find((w) => QUANT_WORD.test(w)) ?? null;
-  const quants = groups.map(quantOf);
+  const quants = groups.map((g) => quantOf(g)?.toLowerCase() ?? null);
+  // Counted once: a repository may have thousands of models.
+  const uses = new Map<string, number>();
+  for (const q of quants) if (q !== null) uses.set(q, (uses.get(q) ?? 0) + 1);
   return groups.map((g, i) => {
     const q = quants[i] ?? null;
-    const name = q !== null && quants.filter((x) => x?.toLowerCase() === q.toLowerCase()).length === 1 ? q : baseName(g.key);
+    const name = q !== null && uses.get(q) === 1 ? quantOf(g)! : baseName(g.key);
     return g.declared > 1 ? `${name} (${g.declared} shards)` : name;
   });
 }
@@ -88,7 +99,7 @@ export function selectFiles(files: readonly RepoFile[], ref: { text: string; rep
   if (models.length === 0) throw new PullError(`${ref.text}: the repository has no GGUF model files`);
   if (ref.quant !== null) {
     const hits = models.filter((g) => matchesQuant(g, ref.quant!));
-    if (hits.length === 0) throw new PullError(`${ref.text}: no ${ref.quant} GGUF in the repository; it has: ${labels(models).join(', ')}`);
+    if (hits.length === 0) throw new PullError(`${ref.text}: no ${ref.quant} GGUF in the repository; it has: ${listNames(labels(models))}`);
     if (hits.length > 1) throw ambiguous(ref, hits, `${ref.quant} matches ${hits.length} models`);
     return { files: complete(hits[0]!, ref.text), note: null };
   }
@@ -96,7 +107,7 @@ export function selectFiles(files: readonly RepoFile[], ref: { text: string; rep
   const defaults = models.filter((g) => matchesQuant(g, DEFAULT_QUANT));
   if (defaults.length !== 1) throw ambiguous(ref, models, `the repository has ${models.length} GGUF models`);
   const others = labels(models).filter((_, i) => models[i] !== defaults[0]);
-  return { files: complete(defaults[0]!, ref.text), note: `no quant given: taking ${DEFAULT_QUANT} (the repository also has ${others.join(', ')})` };
+  return { files: complete(defaults[0]!, ref.text), note: `no quant given: taking ${DEFAULT_QUANT} (the repository also has ${listNames(others)})` };
 }
 
 function ambiguous(ref: { text: string; repo: string }, groups: readonly ModelGroup[], why: string): PullError {
@@ -105,11 +116,10 @@ function ambiguous(ref: { text: string; repo: string }, groups: readonly ModelGr
   const hint = quants.every((q) => !q.toLowerCase().endsWith('.gguf'))
     ? `hf:${ref.repo}:${quants[0]}`
     : `hf:${ref.repo}/${groups[0]!.shards[0]!.path}`;
-  return new PullError(`${ref.text}: ${why}: ${names.join(', ')}; name one, e.g. ${hint}`);
+  return new PullError(`${ref.text}: ${why}: ${listNames(names)}; name one, e.g. ${hint}`);
 }
 
 function listing(groups: readonly ModelGroup[]): string {
   if (groups.length === 0) return 'it has no GGUF files';
-  const shown = groups.slice(0, 8).map((g) => g.shards[0]!.path);
-  return `it has ${shown.join(', ')}${groups.length > shown.length ? `, … (${groups.length} in all)` : ''}`;
+  return `it has ${listNames(groups.map((g) => g.shards[0]!.path))}`;
 }
