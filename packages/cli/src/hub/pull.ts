@@ -10,18 +10,21 @@ import { join } from 'node:path';
 import { formatBytes } from '../format.js';
 import { downloadFile, hashFile } from './download.js';
 import { hubSettings, listRepoFiles, type HubSettings } from './hub-api.js';
+import { idleTimeoutFromEnv } from './idle.js';
 import { fileRecord, isRecorded, readManifest, updateManifest, type FileRecord, type Manifest } from './manifest.js';
 import { modelsDir } from './models-dir.js';
 import { checkRepoPath, parseModelRef, PullError, type ModelRef } from './ref.js';
 import { selectFiles } from './select.js';
 
 export interface PullOptions {
-  /** Environment for HF_ENDPOINT, HF_TOKEN, BMOE_MODELS_DIR, HOME. Default process.env. */
+  /** Environment for HF_ENDPOINT, HF_TOKEN, BMOE_MODELS_DIR, BMOE_PULL_IDLE_TIMEOUT, HOME. Default process.env. */
   env?: NodeJS.ProcessEnv;
   /** Take a reference an earlier pull recorded without asking the hub, when its files are intact. Default false. */
   preferLocal?: boolean;
   /** Status lines (default: stderr, prefixed `bmoe pull: `). */
   log?: (line: string) => void;
+  /** End a request (a file-list page or a file body) when nothing arrives for this long. Default $BMOE_PULL_IDLE_TIMEOUT s, else 60 s. */
+  idleTimeoutMs?: number;
 }
 
 export interface PullResult {
@@ -51,11 +54,12 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
   const ref = parseModelRef(refText);
   const dir = modelsDir(env);
   const hub = hubSettings(env);
+  const idleTimeoutMs = opts.idleTimeoutMs ?? idleTimeoutFromEnv(env);
   if (opts.preferLocal) {
     const local = await recordedFiles(await readManifest(dir), dir, ref.text);
     if (local) return { path: local[0]!, files: local, downloaded: 0 };
   }
-  const plan = await planFiles(ref, hub, log);
+  const plan = await planFiles(ref, hub, log, idleTimeoutMs);
   try {
     await mkdir(dir, { recursive: true });
   } catch (err) {
@@ -74,7 +78,7 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
       log(`${f.name}: already here (sha256 verified)`);
       continue;
     }
-    const got = await downloadFile({ url: f.url, dest, sha256: f.sha256, size: f.size, label: f.name, hub });
+    const got = await downloadFile({ url: f.url, dest, sha256: f.sha256, size: f.size, label: f.name, hub, idleTimeoutMs });
     records.set(f.name, await fileRecord(dest, { url: f.url, sha256: got.sha256 }));
     downloaded++;
     const resumed = got.resumedFrom > 0 ? `, resumed at ${formatBytes(got.resumedFrom)}` : '';
@@ -99,9 +103,9 @@ async function recordedFiles(m: Manifest, dir: string, refText: string): Promise
   return names.map((n) => join(dir, n));
 }
 
-async function planFiles(ref: ModelRef, hub: HubSettings, log: (line: string) => void): Promise<Planned[]> {
+async function planFiles(ref: ModelRef, hub: HubSettings, log: (line: string) => void, idleTimeoutMs: number): Promise<Planned[]> {
   if (ref.kind === 'url') return urlShards(ref.url).map((url) => ({ url: url.href, name: urlFileName(url, ref.text), sha256: null, size: null }));
-  const listed = await listRepoFiles(hub, ref.repo, ref.revision);
+  const listed = await listRepoFiles(hub, ref.repo, ref.revision, idleTimeoutMs);
   const selection = selectFiles(listed, ref);
   if (selection.note) log(`${ref.text}: ${selection.note}`);
   const [owner, name] = ref.repo.split('/') as [string, string];
