@@ -1,7 +1,8 @@
-// `.bmoe-pull.json` in the models folder: what each pulled file is (source, sha256, size, mtime when
-// verified) and which files each reference resolved to. A file whose size and mtime still match its
-// record is present and verified without reading it again; `run hf:…` uses a recorded reference
-// without asking the hub (offline on a phone), `bmoe pull` always asks.
+// `.bmoe-pull.json` in the models folder: what each pulled file is (source, the sha256 and size of
+// the bytes on disk, mtime when recorded, whether that sha256 matched a published one) and which
+// files each reference resolved to. A file whose size and mtime still match its record is present
+// without reading it again; `run hf:…` uses a recorded reference without asking the hub (offline on
+// a phone), `bmoe pull` always asks.
 import { randomBytes } from 'node:crypto';
 import { readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,9 +11,16 @@ export const MANIFEST_NAME = '.bmoe-pull.json';
 
 export interface FileRecord {
   url: string;
+  /** SHA-256 of the file on disk. In a record written before `verified` existed: the published one, or null. */
   sha256: string | null;
   size: number;
   mtimeMs: number;
+  /**
+   * True when `sha256` was hashed from disk and equals the published sha256; false when nothing was
+   * published. Absent in records of older bmoe versions, whose sha256 was the published one and
+   * whose size was never compared with it (a short write passed): those are checked again.
+   */
+  verified?: boolean;
 }
 
 export interface Manifest {
@@ -41,16 +49,23 @@ export async function updateManifest(dir: string, change: (m: Manifest) => void)
   await rename(tmp, join(dir, MANIFEST_NAME));
 }
 
-/** The record of a verified file now at `path`. */
-export async function fileRecord(path: string, rec: Omit<FileRecord, 'mtimeMs' | 'size'>): Promise<FileRecord> {
+/** The record of the file now at `path`, whose bytes on disk hash to `sha256`. */
+export async function fileRecord(path: string, rec: { url: string; sha256: string; verified: boolean }): Promise<FileRecord> {
   const st = await stat(path);
-  return { ...rec, size: st.size, mtimeMs: st.mtimeMs };
+  return { url: rec.url, sha256: rec.sha256, size: st.size, mtimeMs: st.mtimeMs, verified: rec.verified };
 }
 
-/** True when `path` is still the file recorded under `name` (and, when given, has that sha256). */
-export async function isRecorded(m: Manifest, name: string, path: string, sha256: string | null): Promise<boolean> {
-  const rec = m.files[name];
-  if (!rec || (sha256 !== null && rec.sha256 !== sha256)) return false;
+/** True for a record this version wrote (its sha256 and size are of the bytes on disk). */
+export const isCurrent = (rec: FileRecord): boolean => typeof rec.verified === 'boolean';
+
+/**
+ * True when `path` is still the file of record `rec` (same size and mtime, so unchanged since it was
+ * hashed) and fits what is published now: that sha256 and that size, each when known.
+ */
+export async function isIntact(rec: FileRecord, path: string, published: { sha256: string | null; size: number | null }): Promise<boolean> {
+  if (!isCurrent(rec)) return false;
+  if (published.sha256 !== null && (rec.sha256 !== published.sha256 || rec.verified !== true)) return false;
+  if (published.size !== null && rec.size !== published.size) return false;
   const st = await stat(path).catch(() => null);
   return st !== null && st.isFile() && st.size === rec.size && st.mtimeMs === rec.mtimeMs;
 }

@@ -11,7 +11,7 @@ import { formatBytes } from '../format.js';
 import { downloadFile, hashFile } from './download.js';
 import { hubSettings, listRepoFiles, type HubSettings } from './hub-api.js';
 import { idleTimeoutFromEnv } from './idle.js';
-import { fileRecord, isRecorded, readManifest, updateManifest, type FileRecord, type Manifest } from './manifest.js';
+import { fileRecord, isCurrent, isIntact, readManifest, updateManifest, type FileRecord, type Manifest } from './manifest.js';
 import { modelsDir } from './models-dir.js';
 import { checkRepoPath, parseModelRef, PullError, type ModelRef } from './ref.js';
 import { selectFiles } from './select.js';
@@ -46,7 +46,6 @@ interface Planned {
 
 const SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
 const defaultLog = (line: string): void => void process.stderr.write(`bmoe pull: ${line}\n`);
-
 /** Downloads what `refText` names into the models folder (skipping verified files). */
 export async function pullModel(refText: string, opts: PullOptions = {}): Promise<PullResult> {
   const env = opts.env ?? process.env;
@@ -56,7 +55,7 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
   const hub = hubSettings(env);
   const idleTimeoutMs = opts.idleTimeoutMs ?? idleTimeoutFromEnv(env);
   if (opts.preferLocal) {
-    const local = await recordedFiles(await readManifest(dir), dir, ref.text);
+    const local = await recordedFiles(dir, ref);
     if (local) return { path: local[0]!, files: local, downloaded: 0 };
   }
   const plan = await planFiles(ref, hub, log, idleTimeoutMs);
@@ -72,17 +71,17 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
   let downloaded = 0;
   for (const f of plan) {
     const dest = join(dir, f.name);
-    const kept = await present(manifest, f, dest);
+    const kept = await present(manifest, f, dir);
     if (kept) {
       records.set(f.name, kept);
-      log(`${f.name}: already here (sha256 verified)`);
+      log(`${f.name}: already here (${checkedText(kept.verified === true)})`);
       continue;
     }
     const got = await downloadFile({ url: f.url, dest, sha256: f.sha256, size: f.size, label: f.name, hub, idleTimeoutMs });
-    records.set(f.name, await fileRecord(dest, { url: f.url, sha256: got.sha256 }));
+    records.set(f.name, await fileRecord(dest, { url: f.url, sha256: got.sha256, verified: got.verified }));
     downloaded++;
     const resumed = got.resumedFrom > 0 ? `, resumed at ${formatBytes(got.resumedFrom)}` : '';
-    log(`${f.name}: ${formatBytes(got.bytes)}${resumed}, ${got.sha256 ? 'sha256 verified' : 'no published sha256: not verified'}`);
+    log(`${f.name}: ${formatBytes(got.bytes)}${resumed}, ${checkedText(got.verified)}`);
   }
   const names = plan.map((f) => f.name);
   await updateManifest(dir, (m) => {
@@ -93,14 +92,43 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
   return { path: files[0]!, files, downloaded };
 }
 
-/** The recorded files of `refText`, when every one is still intact; else null. */
-async function recordedFiles(m: Manifest, dir: string, refText: string): Promise<string[] | null> {
-  const names = m.refs[refText];
+const checkedText = (verified: boolean): string => (verified ? 'sha256 verified' : 'no published sha256: not verified');
+
+/**
+ * The recorded files of `ref`, when every one is intact; else null. A record of an older bmoe is
+ * checked by hashing the file once.
+ */
+async function recordedFiles(dir: string, ref: ModelRef): Promise<string[] | null> {
+  const m = await readManifest(dir);
+  const names = m.refs[ref.text];
   if (!names || names.length === 0) return null;
+  const rechecked = new Map<string, FileRecord>();
   for (const name of names) {
-    if (!(await isRecorded(m, name, join(dir, name), null))) return null;
+    const rec = m.files[name];
+    const path = join(dir, name);
+    if (!rec) return null;
+    if (isCurrent(rec)) {
+      if (!(await isIntact(rec, path, { sha256: null, size: null }))) return null;
+      continue;
+    }
+    const checked = await recheckLegacy(rec, path, name);
+    if (!checked) return null;
+    rechecked.set(name, checked);
   }
+  if (rechecked.size > 0) await updateManifest(dir, (mm) => rechecked.forEach((rec, name) => (mm.files[name] = rec)));
   return names.map((n) => join(dir, n));
+}
+
+/**
+ * An older bmoe's record, checked: its sha256 was the published one, not the file's (a short write
+ * was recorded as verified), so the file is hashed. The record as this version writes it, or null.
+ */
+async function recheckLegacy(rec: FileRecord, path: string, name: string): Promise<FileRecord | null> {
+  const st = await stat(path).catch(() => null);
+  if (!st?.isFile() || st.size !== rec.size || st.mtimeMs !== rec.mtimeMs) return null;
+  const sha = await hashFile(path, name);
+  if (rec.sha256 !== null && sha !== rec.sha256) return null;
+  return fileRecord(path, { url: rec.url, sha256: sha, verified: rec.sha256 !== null });
 }
 
 async function planFiles(ref: ModelRef, hub: HubSettings, log: (line: string) => void, idleTimeoutMs: number): Promise<Planned[]> {
@@ -146,16 +174,21 @@ function urlFileName(url: URL, where: string): string {
   return name;
 }
 
-/** The record of a file already at `dest` that needs no download, or null. */
-async function present(m: Manifest, f: Planned, dest: string): Promise<FileRecord | null> {
-  if (await isRecorded(m, f.name, dest, f.sha256)) return m.files[f.name]!;
+/** The record of the file `f` when it is already in `dir` and needs no download, or null. */
+async function present(m: Manifest, f: Planned, dir: string): Promise<FileRecord | null> {
+  const dest = join(dir, f.name);
+  const rec = m.files[f.name];
+  if (rec && (await isIntact(rec, dest, f))) return rec;
   const st = await stat(dest).catch(() => null);
   if (!st) return null;
-  const recorded = m.files[f.name] !== undefined;
-  if (f.sha256 !== null && st.size === f.size && (await hashFile(dest)) === f.sha256) {
-    return fileRecord(dest, { url: f.url, sha256: f.sha256 });
-  }
-  // A file an earlier pull wrote (the repository changed since) is replaced; anything else is not ours.
-  if (!recorded) throw new PullError(`${dest} exists and was not pulled by bmoe (or differs from ${f.url}); move it away or set BMOE_MODELS_DIR`);
+  if (await isPublished(dest, st.size, f)) return fileRecord(dest, { url: f.url, sha256: f.sha256!, verified: true });
+  // A file an earlier pull wrote (the repository changed since, or an older bmoe recorded it) is
+  // replaced; anything else is not ours.
+  if (!rec) throw new PullError(`${dest} exists and was not pulled by bmoe (or differs from ${f.url}); move it away or set BMOE_MODELS_DIR`);
   return null;
+}
+
+/** True when the file at `path` (`size` bytes) is the published file: the size, and the sha256 hashed from disk. */
+async function isPublished(path: string, size: number, f: Planned): Promise<boolean> {
+  return f.sha256 !== null && (f.size === null || size === f.size) && (await hashFile(path, f.name)) === f.sha256;
 }
