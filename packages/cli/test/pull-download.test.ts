@@ -119,9 +119,9 @@ describe('bmoe pull: short writes', () => {
   it.runIf(hasPrlimit)('end to end: a pull that could not write the last byte fails, the next one resumes and verifies', async () => {
     const limited = await runLimited(['pull', 'hf:acme/disk-GGUF'], files.disk.length - 1);
     expect(limited.code, limited.stderr).toBe(1);
-    expect(lines(limited.stderr).filter((l) => l.startsWith('bmoe: error:'))).toEqual([expect.stringMatching(/^bmoe: error: acme_disk-GGUF_disk-Q8_0\.gguf: cannot write .*\.partial \(EFBIG: file too large, write\); the 300000 bytes written are kept/)]);
+    expect(lines(limited.stderr).filter((l) => l.startsWith('bmoe: error:'))).toEqual([expect.stringMatching(/^bmoe: error: acme\+disk-GGUF\+disk-Q8_0\.gguf: cannot write .*\.partial \(EFBIG: file too large, write\); the 300000 bytes written are kept/)]);
     expect(limited.stderr).not.toMatch(/verified/);
-    expect(existsSync(join(dir, 'acme_disk-GGUF_disk-Q8_0.gguf'))).toBe(false);
+    expect(existsSync(join(dir, 'acme+disk-GGUF+disk-Q8_0.gguf'))).toBe(false);
 
     const again = await pull('hf:acme/disk-GGUF');
     expect(again.code, again.stderr).toBe(0);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isModelRef, parseModelRef, resolveModelFlags } from '../src/hub/index.js';
 import { modelsDir } from '../src/hub/models-dir.js';
+import { localName } from '../src/hub/pull.js';
 import { groupModels, listNames, matchesQuant, selectFiles } from '../src/hub/select.js';
 import { startFakeHub } from './fake-hub.js';
 
@@ -33,6 +34,25 @@ describe('model references', () => {
     expect(modelsDir({ HOME: '/h', PREFIX: '/data/data/com.termux/files/usr' })).toBe('/h/bmoe/models');
     expect(modelsDir({ HOME: '/h' })).toBe('/h/.cache/bmoe/models');
     expect(modelsDir({ HOME: '/h', XDG_CACHE_HOME: '/c' })).toBe('/c/bmoe/models');
+  });
+});
+
+describe('local names', () => {
+  it('read back to one repository file: no two (repository, path) pairs share a name', () => {
+    expect(localName('alice/m_x', 'y-Q4_K_M.gguf')).toBe('alice+m_x+y-Q4_K_M.gguf');
+    expect(localName('alice/m', 'x_y-Q4_K_M.gguf')).toBe('alice+m+x_y-Q4_K_M.gguf');
+    expect(localName('a/m', 'Q4_K_M/m-Q4_K_M-00001-of-00002.gguf')).toBe('a+m+Q4_K_M+m-Q4_K_M-00001-of-00002.gguf');
+    expect(localName('a/m', 'x+y/50%.gguf')).toBe('a+m+x%2By+50%25.gguf');
+    const pairs: [string, string][] = [
+      ['a/b', 'c/d.gguf'],
+      ['a/b', 'c+d.gguf'],
+      ['a/b', 'c%2Bd.gguf'],
+      ['a/b_c', 'd.gguf'],
+      ['a/b', 'c_d.gguf'],
+      ['a_b/c', 'd.gguf'],
+      ['a/b_c_d', 'x.gguf'],
+    ];
+    expect(new Set(pairs.map(([repo, path]) => localName(repo, path))).size).toBe(pairs.length);
   });
 });
 
@@ -83,7 +103,7 @@ describe('bench --model REF', () => {
     try {
       const env = { HF_ENDPOINT: hub.url, BMOE_MODELS_DIR: dir, HOME: dir };
       const out = await resolveModelFlags(['matrix', '--model', '/x/local.gguf', '--model=hf:acme/b-GGUF', '--out', 'o', '--', '--model', 'hf:z/z'], { env, log: () => undefined });
-      const pulled = join(dir, 'acme_b-GGUF_b-Q8_0.gguf');
+      const pulled = join(dir, 'acme+b-GGUF+b-Q8_0.gguf');
       expect(out).toEqual(['matrix', '--model', '/x/local.gguf', `--model=${pulled}`, '--out', 'o', '--', '--model', 'hf:z/z']);
       expect((await readFile(pulled)).equals(data)).toBe(true);
     } finally {

@@ -35,7 +35,7 @@ describe.runIf(nativeAvailable)('bmoe run hf:… (native)', () => {
     const args = ['-p', 'The quick brown fox', '-n', '8', '-t', '2'];
     const byRef = await runCli(['run', 'hf:acme/tiny-qwen3moe-GGUF:q8_0', ...args], { env, timeoutMs: 120_000 });
     expect(byRef.code, `${byRef.stderr}|${byRef.stdout}`).toBe(0);
-    expect(byRef.stderr).toMatch(/bmoe pull: acme_tiny-qwen3moe-GGUF_tiny-qwen3moe-Q8_0\.gguf: .*sha256 verified/);
+    expect(byRef.stderr).toMatch(/bmoe pull: acme\+tiny-qwen3moe-GGUF\+tiny-qwen3moe-Q8_0\.gguf: .*sha256 verified/);
     expect(byRef.stdout.trim().length).toBeGreaterThan(0);
     const direct = await runCli(['run', local, ...args], { timeoutMs: 120_000 });
     expect(direct.code, direct.stderr).toBe(0);

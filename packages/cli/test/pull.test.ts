@@ -79,7 +79,7 @@ describe('bmoe pull', () => {
     const r = await pull('hf:acme/tiny-GGUF:Q8_0');
     expect(r.code, r.stderr).toBe(0);
     const path = r.stdout.trim();
-    expect(path).toBe(join(dir, 'acme_tiny-GGUF_tiny-Q8_0.gguf'));
+    expect(path).toBe(join(dir, 'acme+tiny-GGUF+tiny-Q8_0.gguf'));
     expect((await readFile(path)).equals(tiny)).toBe(true);
     expect(r.stderr).toMatch(/tiny-Q8_0\.gguf: 292\.97 KiB, sha256 verified/);
     expect(hub.requests.some((q) => q.path.startsWith('/api/models/acme/tiny-GGUF/tree/main'))).toBe(true);
@@ -101,7 +101,7 @@ describe('bmoe pull', () => {
     const first = await pull('hf:acme/tiny-GGUF:Q8_0');
     expect(first.code).toBe(1);
     expect(errorLine(first)).toMatch(/tiny-Q8_0\.gguf: the download stopped at \d+ of 300000 bytes .*run the same command again to resume$/);
-    const partial = join(dir, 'acme_tiny-GGUF_tiny-Q8_0.gguf.partial');
+    const partial = join(dir, 'acme+tiny-GGUF+tiny-Q8_0.gguf.partial');
     const kept = (await stat(partial)).size;
     expect(kept).toBeGreaterThan(0);
     expect(kept).toBeLessThanOrEqual(100_000);
@@ -147,14 +147,14 @@ describe('bmoe pull', () => {
     const r = await pull('hf:acme/split-GGUF:q4_k_m');
     expect(r.code, r.stderr).toBe(0);
     const first = r.stdout.trim();
-    expect(basename(first)).toBe('acme_split-GGUF_Q4_K_M_split-Q4_K_M-00001-of-00003.gguf');
+    expect(basename(first)).toBe('acme+split-GGUF+Q4_K_M+split-Q4_K_M-00001-of-00003.gguf');
     for (const [i, data] of shards.entries()) {
-      const p = join(dir, `acme_split-GGUF_Q4_K_M_split-Q4_K_M-0000${i + 1}-of-00003.gguf`);
+      const p = join(dir, `acme+split-GGUF+Q4_K_M+split-Q4_K_M-0000${i + 1}-of-00003.gguf`);
       expect((await readFile(p)).equals(data)).toBe(true);
     }
     expect(hub.requests.filter((q) => q.path.startsWith('/api/')).length).toBeGreaterThan(1);
     // One shard named by path brings the others too.
-    await rm(join(dir, 'acme_split-GGUF_Q4_K_M_split-Q4_K_M-00002-of-00003.gguf'));
+    await rm(join(dir, 'acme+split-GGUF+Q4_K_M+split-Q4_K_M-00002-of-00003.gguf'));
     hub.requests.length = 0;
     const byPath = await pull('hf:acme/split-GGUF/Q4_K_M/split-Q4_K_M-00001-of-00003.gguf');
     expect(byPath.code, byPath.stderr).toBe(0);
@@ -166,8 +166,8 @@ describe('bmoe pull', () => {
     const r = await pull('hf:acme/bad-GGUF');
     expect(r.code).toBe(1);
     expect(errorLine(r)).toMatch(/bad-Q8_0\.gguf: checksum mismatch: the published sha256 is [0-9a-f]{64}, the downloaded bytes have [0-9a-f]{64}; refused \(kept at .*\.partial\)$/);
-    expect(existsSync(join(dir, 'acme_bad-GGUF_bad-Q8_0.gguf'))).toBe(false);
-    expect((await stat(join(dir, 'acme_bad-GGUF_bad-Q8_0.gguf.partial'))).size).toBe(64_000);
+    expect(existsSync(join(dir, 'acme+bad-GGUF+bad-Q8_0.gguf'))).toBe(false);
+    expect((await stat(join(dir, 'acme+bad-GGUF+bad-Q8_0.gguf.partial'))).size).toBe(64_000);
 
     // Fixed on the server: the next pull checks the kept file again, finds it wrong, fetches afresh.
     const file = hub.repos.get('acme/bad-GGUF')!.files[0]!;
@@ -241,7 +241,7 @@ describe('bmoe pull', () => {
   });
 
   it('one download of a file at a time: a live holder refuses in one line, a dead one is taken over', async () => {
-    const lock = join(dir, 'acme_tiny-GGUF_tiny-Q8_0.gguf.partial.lock');
+    const lock = join(dir, 'acme+tiny-GGUF+tiny-Q8_0.gguf.partial.lock');
     await writeFile(lock, `${process.pid}\n`);
     const busy = await pull('hf:acme/tiny-GGUF');
     expect(busy.code).toBe(1);

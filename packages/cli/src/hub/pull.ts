@@ -2,10 +2,11 @@
 // files, download each one not already present and verified, and hand back the local path of the
 // first shard (what llama.cpp loads; it finds the other shards beside it).
 //
-// Local names are flat, so the Termux demo's picker sees pulled models: `owner_repo_path.gguf` with
-// the repository path's `/` as `_` (llama.cpp's own cache names files this way; the shard suffix
-// stays last so llama.cpp finds the shards), and a URL's file name for URLs.
-import { mkdir, stat } from 'node:fs/promises';
+// Local names are flat, so the Termux demo's picker sees pulled models: `owner+repo+path.gguf`
+// (localName: the repository path's `/` as `+`; names that read back to one repository file only),
+// and a URL's file name for URLs. Files pulled under the older `owner_repo_path.gguf` names are
+// renamed on the next pull when their record says they came from that very file.
+import { mkdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { formatBytes } from '../format.js';
 import { downloadFile, hashFile } from './download.js';
@@ -40,12 +41,29 @@ export interface PullResult {
 interface Planned {
   url: string;
   name: string;
+  /** The name an older bmoe gave this file, when different (looked for before downloading). */
+  legacyName: string | null;
   sha256: string | null;
   size: number | null;
 }
 
 const SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
+/** NAME_MAX (255 bytes) less the longest suffix a pull adds (`.partial.json`, `.partial.lock`). */
+const MAX_NAME_BYTES = 255 - '.partial.json'.length;
 const defaultLog = (line: string): void => void process.stderr.write(`bmoe pull: ${line}\n`);
+const escapePart = (s: string): string => s.replaceAll('%', '%25').replaceAll('+', '%2B');
+
+/**
+ * The local name of file `path` of repository `repo` (owner/name): its parts joined by `+`, with `%`
+ * and `+` inside a part as `%25` and `%2B`. Owner and repository names hold neither (ref.ts), so a
+ * name reads back to exactly one repository file: `hf:alice/m_x`'s `y.gguf` and `hf:alice/m`'s
+ * `x_y.gguf` are `alice+m_x+y.gguf` and `alice+m+x_y.gguf` (the older `owner_repo_path` naming gave
+ * both `alice_m_x_y.gguf`). The shard suffix stays last, so llama.cpp finds the other shards.
+ */
+export function localName(repo: string, path: string): string {
+  return [...repo.split('/'), ...path.split('/')].map(escapePart).join('+');
+}
+
 /** Downloads what `refText` names into the models folder (skipping verified files). */
 export async function pullModel(refText: string, opts: PullOptions = {}): Promise<PullResult> {
   const env = opts.env ?? process.env;
@@ -55,7 +73,7 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
   const hub = hubSettings(env);
   const idleTimeoutMs = opts.idleTimeoutMs ?? idleTimeoutFromEnv(env);
   if (opts.preferLocal) {
-    const local = await recordedFiles(dir, ref);
+    const local = await recordedFiles(dir, ref, hub);
     if (local) return { path: local[0]!, files: local, downloaded: 0 };
   }
   const plan = await planFiles(ref, hub, log, idleTimeoutMs);
@@ -68,10 +86,11 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
   log(`${ref.text}: ${plan.length === 1 ? '1 file' : `${plan.length} files`}${known > 0 ? `, ${formatBytes(known)}` : ''}, into ${dir}`);
   const manifest = await readManifest(dir);
   const records = new Map<string, FileRecord>();
+  const renamed = new Map<string, string>();
   let downloaded = 0;
   for (const f of plan) {
     const dest = join(dir, f.name);
-    const kept = await present(manifest, f, dir);
+    const kept = await present(manifest, f, dir, renamed, log);
     if (kept) {
       records.set(f.name, kept);
       log(`${f.name}: already here (${checkedText(kept.verified === true)})`);
@@ -85,6 +104,7 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
   }
   const names = plan.map((f) => f.name);
   await updateManifest(dir, (m) => {
+    for (const [from, to] of renamed) renameRecord(m, from, to);
     for (const [name, rec] of records) m.files[name] = rec;
     m.refs[ref.text] = names;
   });
@@ -94,19 +114,26 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
 
 const checkedText = (verified: boolean): string => (verified ? 'sha256 verified' : 'no published sha256: not verified');
 
+/** Moves a renamed file's record, and every reference that listed it, to its new name. */
+function renameRecord(m: Manifest, from: string, to: string): void {
+  delete m.files[from];
+  for (const [ref, names] of Object.entries(m.refs)) m.refs[ref] = names.map((n) => (n === from ? to : n));
+}
+
 /**
- * The recorded files of `ref`, when every one is intact; else null. A record of an older bmoe is
- * checked by hashing the file once.
+ * The recorded files of `ref`, when every one is intact and its record says it came from that
+ * reference (an older bmoe's names could be shared by two repositories, and the last pull of either
+ * wrote the file); else null. A record of an older bmoe is checked by hashing the file once.
  */
-async function recordedFiles(dir: string, ref: ModelRef): Promise<string[] | null> {
+async function recordedFiles(dir: string, ref: ModelRef, hub: HubSettings): Promise<string[] | null> {
   const m = await readManifest(dir);
   const names = m.refs[ref.text];
   if (!names || names.length === 0) return null;
   const rechecked = new Map<string, FileRecord>();
-  for (const name of names) {
+  for (const [i, name] of names.entries()) {
     const rec = m.files[name];
     const path = join(dir, name);
-    if (!rec) return null;
+    if (!rec || !fromRef(rec.url, ref, hub, i, names.length)) return null;
     if (isCurrent(rec)) {
       if (!(await isIntact(rec, path, { sha256: null, size: null }))) return null;
       continue;
@@ -117,6 +144,15 @@ async function recordedFiles(dir: string, ref: ModelRef): Promise<string[] | nul
   }
   if (rechecked.size > 0) await updateManifest(dir, (mm) => rechecked.forEach((rec, name) => (mm.files[name] = rec)));
   return names.map((n) => join(dir, n));
+}
+
+/** True when `url` is a file `ref` resolves to (the `i`th of `count`). */
+function fromRef(url: string, ref: ModelRef, hub: HubSettings, i: number, count: number): boolean {
+  if (ref.kind === 'url') {
+    const shards = urlShards(ref.url);
+    return shards.length === count && shards[i]!.href === url;
+  }
+  return url.startsWith(`${hub.endpoint}/${ref.repo}/resolve/${encodeURIComponent(ref.revision)}/`);
 }
 
 /**
@@ -132,21 +168,28 @@ async function recheckLegacy(rec: FileRecord, path: string, name: string): Promi
 }
 
 async function planFiles(ref: ModelRef, hub: HubSettings, log: (line: string) => void, idleTimeoutMs: number): Promise<Planned[]> {
-  if (ref.kind === 'url') return urlShards(ref.url).map((url) => ({ url: url.href, name: urlFileName(url, ref.text), sha256: null, size: null }));
+  if (ref.kind === 'url') return urlShards(ref.url).map((url) => ({ url: url.href, ...urlFileNames(url, ref.text), sha256: null, size: null }));
   const listed = await listRepoFiles(hub, ref.repo, ref.revision, idleTimeoutMs);
   const selection = selectFiles(listed, ref);
   if (selection.note) log(`${ref.text}: ${selection.note}`);
-  const [owner, name] = ref.repo.split('/') as [string, string];
   return selection.files.map((f) => {
     checkRepoPath(f.path, ref.text);
     const path = f.path.split('/').map(encodeURIComponent).join('/');
     return {
       url: `${hub.endpoint}/${ref.repo}/resolve/${encodeURIComponent(ref.revision)}/${path}`,
-      name: `${owner}_${name}_${f.path.replaceAll('/', '_')}`,
+      name: checkedName(localName(ref.repo, f.path), ref.text),
+      legacyName: `${ref.repo.replace('/', '_')}_${f.path.replaceAll('/', '_')}`,
       sha256: f.sha256,
       size: f.size,
     };
   });
+}
+
+/** `name`, or a PullError when the file system could not hold it (with the suffixes a pull adds). */
+function checkedName(name: string, where: string): string {
+  const bytes = Buffer.byteLength(name);
+  if (bytes > MAX_NAME_BYTES) throw new PullError(`${where}: the local file name ${name.slice(0, 60)}… would be ${bytes} bytes, more than the ${MAX_NAME_BYTES} a file name can have here`);
+  return name;
 }
 
 /** A URL of a split model's first shard stands for all of its shards. */
@@ -161,7 +204,11 @@ function urlShards(url: URL): URL[] {
   });
 }
 
-function urlFileName(url: URL, where: string): string {
+/**
+ * A URL's local name: its file name, with `+` as `%2B` so that it can never be a repository file's
+ * name (those always hold `+`); the name an older bmoe gave it, when that differs.
+ */
+function urlFileNames(url: URL, where: string): { name: string; legacyName: string | null } {
   const last = url.pathname.slice(url.pathname.lastIndexOf('/') + 1);
   let name: string;
   try {
@@ -171,16 +218,17 @@ function urlFileName(url: URL, where: string): string {
   }
   checkRepoPath(name, where);
   if (name.includes('/') || name.startsWith('.')) throw new PullError(`${where}: '${name}' is not a usable file name`);
-  return name;
+  const escaped = checkedName(name.replaceAll('+', '%2B'), where);
+  return { name: escaped, legacyName: escaped === name ? null : name };
 }
 
-/** The record of the file `f` when it is already in `dir` and needs no download, or null. */
-async function present(m: Manifest, f: Planned, dir: string): Promise<FileRecord | null> {
+/** The record of the file `f` when it is already in `dir` (under its name, or an older bmoe's) and needs no download, or null. */
+async function present(m: Manifest, f: Planned, dir: string, renamed: Map<string, string>, log: (line: string) => void): Promise<FileRecord | null> {
   const dest = join(dir, f.name);
   const rec = m.files[f.name];
   if (rec && (await isIntact(rec, dest, f))) return rec;
   const st = await stat(dest).catch(() => null);
-  if (!st) return null;
+  if (!st) return adoptLegacy(m, f, dir, renamed, log);
   if (await isPublished(dest, st.size, f)) return fileRecord(dest, { url: f.url, sha256: f.sha256!, verified: true });
   // A file an earlier pull wrote (the repository changed since, or an older bmoe recorded it) is
   // replaced; anything else is not ours.
@@ -191,4 +239,22 @@ async function present(m: Manifest, f: Planned, dir: string): Promise<FileRecord
 /** True when the file at `path` (`size` bytes) is the published file: the size, and the sha256 hashed from disk. */
 async function isPublished(path: string, size: number, f: Planned): Promise<boolean> {
   return f.sha256 !== null && (f.size === null || size === f.size) && (await hashFile(path, f.name)) === f.sha256;
+}
+
+/**
+ * The file under the name an older bmoe gave it, renamed to `f.name`, when its record says it came
+ * from `f.url` (two repositories could share an older name: the record tells whose file is there)
+ * and its bytes are the published ones; else null (it is downloaded again).
+ */
+async function adoptLegacy(m: Manifest, f: Planned, dir: string, renamed: Map<string, string>, log: (line: string) => void): Promise<FileRecord | null> {
+  const old = f.legacyName;
+  if (old === null || m.files[old]?.url !== f.url) return null;
+  const path = join(dir, old);
+  const st = await stat(path).catch(() => null);
+  if (!st?.isFile() || !(await isPublished(path, st.size, f))) return null;
+  const dest = join(dir, f.name);
+  await rename(path, dest);
+  renamed.set(old, f.name);
+  log(`${f.name}: renamed from ${old} (an older bmoe's name for it)`);
+  return fileRecord(dest, { url: f.url, sha256: f.sha256!, verified: true });
 }
