@@ -30,7 +30,9 @@ export interface BmoeServer {
   /**
    * Stops accepting, answers waiting requests 503, lets the running generation finish for up to
    * `shutdownGraceMs` (then aborts it within a token), closes the sockets and frees the model.
-   * Idempotent.
+   * A model still loading is waited for at most `shutdownGraceMs` too: a load cannot be
+   * interrupted, so one still running then is left behind (`ready` rejects with E_CLOSED at once,
+   * and the model is closed if the load ever ends). Idempotent.
    */
   close(): Promise<void>;
   /** The base URL once listening. */
@@ -252,7 +254,11 @@ class ServerImpl implements BmoeServer, ServerCore {
     } else {
       await appClosed;
     }
-    if (this.loading) await this.loading;
+    if (this.loading && !(await settlesWithin(this.loading, this.opts.shutdownGraceMs))) {
+      // A hung load (a chat template that loops when llama.cpp checks it, a stalled disk) must not
+      // hold the shutdown: whoever awaits `ready` learns now; startLoading closes its model later.
+      this.settleReady(new BmoeError('E_CLOSED', `the server was closed while the model was still loading (stopped waiting after ${this.opts.shutdownGraceMs} ms)`));
+    }
     const model = this.loaded;
     this.current = null;
     this.loaded = null;
@@ -263,6 +269,19 @@ class ServerImpl implements BmoeServer, ServerCore {
   private idle(): Promise<void> {
     if (!this.turns.busy && this.turns.depth === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+}
+
+/** Waits for `p` at most `ms`: true when it settled (either way) in time. */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([p.then(() => true, () => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
