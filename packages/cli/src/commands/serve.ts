@@ -1,6 +1,8 @@
 // `bmoe serve MODEL`: the OpenAI-compatible server of @bmoe/server on one model, with every
 // model/streaming flag of `bmoe run`. SIGTERM or Ctrl-C stops accepting, lets the running request
-// finish (or aborts it after the grace period) and exits 0.
+// finish (or aborts it after the grace period) and exits 0; a stop that native work holds up (a
+// model load that does not end) is cut short after a deadline (see SHUTDOWN_HELP).
+import { writeSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
@@ -41,6 +43,34 @@ function addOrigins(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), ...list];
 }
 
+/** How long after the server's shutdown grace a stop may still run before `bmoe serve` ends itself. */
+const FORCE_AFTER_GRACE_MS = 3000;
+
+// The 5 s is @bmoe/server's DEFAULT_SHUTDOWN_GRACE_MS (not imported here: `bmoe --help` does not
+// load the server), the 3 s FORCE_AFTER_GRACE_MS.
+const SHUTDOWN_HELP = `
+Stopping:
+  SIGTERM or Ctrl-C stops accepting, answers waiting requests 503, lets the running request finish
+  for up to 5 s (then aborts it) and exits 0. A model still loading is waited for up to 5 s.
+  Native work cannot be interrupted: if the stop has not ended 3 s after that (a model load that
+  hangs, a generation stuck in native code), or on a second SIGTERM or Ctrl-C, bmoe serve prints
+  one line and ends by the signal's default action, as a process without a handler would: exit
+  status 143 after SIGTERM, 130 after Ctrl-C (systemd counts a SIGTERM death as a clean stop).
+`;
+
+/**
+ * Ends the process now by `signal`'s default action. Not process.exit(): Node's exit joins libuv's
+ * worker threads, and one of them is stuck in native code (that is why we are here), so exit
+ * would wait as long as it does.
+ */
+function endBySignal(signal: NodeJS.Signals, why: string): void {
+  writeSync(2, `bmoe serve: ${why}; exiting now\n`);
+  process.removeAllListeners(signal);
+  process.kill(process.pid, signal);
+  // Should the signal be blocked or ignored, the end still comes.
+  setTimeout(() => process.kill(process.pid, 'SIGKILL'), 1000);
+}
+
 export function registerServe(program: Command, ctx: CliContext): void {
   const serve = program
     .command('serve')
@@ -53,7 +83,8 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--max-queue <N>', 'requests that may wait behind the running one; more get 429 (default 8)', nonNegativeInt)
     .option('--model-id <name>', "the model's name in /v1/models and in answers (default: the file name without .gguf); requests may name any model")
     .option('--alias <names>', 'more names /v1/models lists for the model (comma-separated, repeatable), as llama-server --alias', addList)
-    .option('--cors <origins>', "web origins whose pages may call the server (https://app.example, http://localhost:5173; comma-separated, repeatable; '*' = any): CORS headers and preflight for those only (default: none)", addOrigins);
+    .option('--cors <origins>', "web origins whose pages may call the server (https://app.example, http://localhost:5173; comma-separated, repeatable; '*' = any): CORS headers and preflight for those only (default: none)", addOrigins)
+    .addHelpText('after', SHUTDOWN_HELP);
   addContextOptions(serve);
   addStreamingOptions(serve).action(async function (this: Command, model: string, flags: ServeFlags) {
     const given = loadOptions(this, flags);
@@ -61,7 +92,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     // The settings rule (the flags given win); its line follows the listening line.
     const settings = await chooseLoad(path, given);
     // Loaded on use: `bmoe --help` and usage errors stay fast.
-    const { createServer } = await import('@bmoe/server');
+    const { createServer, DEFAULT_SHUTDOWN_GRACE_MS } = await import('@bmoe/server');
     const server = await createServer({
       model: path,
       load: settings.load,
@@ -80,13 +111,16 @@ export function registerServe(program: Command, ctx: CliContext): void {
     let onStopped: () => void = () => undefined;
     const stopped = new Promise<void>((resolve) => (onStopped = resolve));
     const onSignal = (signal: NodeJS.Signals): void => {
-      if (stopping) {
-        // A second Ctrl-C means "now".
-        if (signal === 'SIGINT') process.exit(0);
-        return;
-      }
-      process.stderr.write(`bmoe serve: ${signal}: not accepting new requests; finishing the running one\n`);
+      // A second signal means "now".
+      if (stopping) return endBySignal(signal, `second ${signal}`);
+      const what = server.state === 'loading' ? 'stopping; the model is still loading' : 'not accepting new requests; finishing the running one';
+      process.stderr.write(`bmoe serve: ${signal}: ${what}\n`);
       stopping = server.close().finally(onStopped);
+      // The deadline: close() gives up on a hung load after the grace, but the process cannot end
+      // while a native call still runs on a worker thread. Unref'd: a clean stop exits before it.
+      const deadline = DEFAULT_SHUTDOWN_GRACE_MS + FORCE_AFTER_GRACE_MS;
+      const why = `native work (a model load or a generation) still running ${deadline / 1000} s after ${signal}`;
+      setTimeout(() => endBySignal(signal, why), deadline).unref();
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
