@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 const PKG = fileURLToPath(new URL('..', import.meta.url));
 
 /** Rank of each layer: higher may include lower, never the other way. */
-const RANK: Record<string, number> = { sys: 0, layout: 1, cache: 2, vm: 2, io: 2, stream: 3, runtime: 4, addon: 5, wasm: 5 };
+const RANK: Record<string, number> = { sys: 0, limits: 0, layout: 1, cache: 2, vm: 2, io: 2, stream: 3, runtime: 4, addon: 5, wasm: 5 };
 
 function sources(): { path: string; layer: string; text: string }[] {
   const out: { path: string; layer: string; text: string }[] = [];
