@@ -302,8 +302,18 @@ export interface NativeModel {
    * text may stop mid-way (streaming). Throws only on a final text that does not parse. Absent in wasm.
    */
   parseChat?(text: string, partial: boolean, syntax: NativeChatSyntax): NativeParsedMessage;
-  /** llama.cpp's json_schema_to_grammar; throws naming what is unsupported. Absent in wasm. */
-  jsonSchemaToGrammar?(schemaJson: string): string;
+  /**
+   * llama.cpp's json_schema_to_grammar on a worker thread (a large schema never blocks the event
+   * loop), the schema and the grammar bounded first; rejects with one line starting "jsonSchema: ".
+   * Absent in wasm.
+   */
+  jsonSchemaToGrammar?(schemaJson: string): Promise<string>;
+  /**
+   * "" when a GBNF grammar is within the bounds llama.cpp's parser and sampler can run (nesting,
+   * rules, repetitions and their products; linear, synchronous), else one line starting "grammar: ".
+   * Absent in wasm (it refuses grammars).
+   */
+  checkGrammar?(gbnf: string): string;
   /** Formats with the GGUF's own template (llama.cpp common chat templates), or ChatML when asked. */
   applyChatTemplate(messages: NativeChatMessage[], opts: { chatml: boolean; think: boolean; addAssistant: boolean }): string;
   createContext(params: NativeContextParams): NativeContext;

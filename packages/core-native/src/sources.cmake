@@ -26,6 +26,14 @@ endif()
 if (BMOE_LLAMA_H MATCHES "cold_tensors")
     list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_COLD_TENSORS)
 endif()
+if (BMOE_LLAMA_H MATCHES "llama_grammar_set_stop_callback")
+    list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_GRAMMAR_STOP)
+endif()
+file(READ ${BMOE_LLAMA_DIR}/common/jinja/runtime.h BMOE_JINJA_RUNTIME_H)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${BMOE_LLAMA_DIR}/common/jinja/runtime.h)
+if (BMOE_JINJA_RUNTIME_H MATCHES "exec_limits")
+    list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_JINJA_LIMITS)
+endif()
 
 add_library(bmoe_policy STATIC
     src/cache/cache_policy.cpp
@@ -34,6 +42,15 @@ add_library(bmoe_policy STATIC
     src/stream/route_select.cpp
     src/stream/decode_choice.cpp)
 target_include_directories(bmoe_policy PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
+
+# Bounds on what requests and model files bring to llama.cpp (grammars, JSON schemas, request
+# JSON): pure text and JSON scans, unit-tested without a model.
+add_library(bmoe_limits STATIC
+    src/limits/grammar_limits.cpp
+    src/limits/json_limits.cpp
+    src/limits/schema_limits.cpp
+    src/limits/one_line.cpp)
+target_include_directories(bmoe_limits PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include ${BMOE_LLAMA_DIR}/vendor)
 
 add_library(bmoe_runtime STATIC
     src/runtime/generator.cpp
@@ -44,6 +61,7 @@ add_library(bmoe_runtime STATIC
     src/runtime/prompt.cpp
     src/runtime/tokenize.cpp
     src/runtime/log_capture.cpp
+    src/runtime/template_bounds.cpp
     src/layout/expert_layout.cpp
     src/layout/model_files.cpp
     src/stream/streamer.cpp
@@ -57,7 +75,7 @@ add_library(bmoe_runtime STATIC
     src/sys/proc_stats.cpp
     src/sys/file_maps.cpp
     src/sys/meminfo.cpp)
-target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy)
+target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy bmoe_limits)
 target_include_directories(bmoe_runtime PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 target_compile_definitions(bmoe_runtime PUBLIC ${BMOE_FEATURE_DEFS})
 
@@ -96,4 +114,11 @@ add_test(NAME route_select COMMAND test_route_select)
 add_executable(test_decode_choice test/cpp/test_decode_choice.cpp)
 target_link_libraries(test_decode_choice PRIVATE bmoe_policy)
 add_test(NAME decode_choice COMMAND test_decode_choice)
-add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice)
+add_executable(test_grammar_limits test/cpp/test_grammar_limits.cpp)
+target_link_libraries(test_grammar_limits PRIVATE bmoe_limits)
+add_test(NAME grammar_limits COMMAND test_grammar_limits)
+add_executable(test_schema_limits test/cpp/test_schema_limits.cpp)
+target_link_libraries(test_schema_limits PRIVATE bmoe_limits)
+add_test(NAME schema_limits COMMAND test_schema_limits)
+add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice
+                                         test_grammar_limits test_schema_limits)

@@ -22,7 +22,7 @@ export interface PromptPlan {
 /** A request checked (synchronously: bad options throw before anything starts), ready to prepare. */
 export type PromptRequest =
   /** A raw text prompt. */
-  | { kind: 'text'; text: string; grammar: NativeGrammar | null; stops: string[] }
+  | { kind: 'text'; text: string; grammar: NativeGrammar | null; jsonSchema: Record<string, unknown> | boolean | null; stops: string[] }
   /** Messages through the template, role and text only (a build without llama.cpp's chat layer). */
   | { kind: 'template'; messages: ChatMessage[]; template: { chatml: boolean; think: boolean }; grammar: NativeGrammar | null; stops: string[] }
   /** Messages through llama.cpp's chat layer. */
@@ -37,14 +37,30 @@ function unsupported(what: string): BmoeError {
   return new BmoeError('E_UNSUPPORTED', `${what} needs the native addon (this wasm32 build has no llama.cpp chat layer)`);
 }
 
-/** The schema as GBNF (llama.cpp's json_schema_to_grammar); a schema it cannot convert is an option error. */
-function schemaGrammar(model: NativeModel, schema: Record<string, unknown> | boolean): string {
+/** Native refusals that name the option they are about ("jsonSchema: ...", "tools: ..."). */
+const OPTION_ERROR = /^(jsonSchema|tools|grammar|toolChoice): /;
+
+/** The schema as GBNF (llama.cpp's json_schema_to_grammar, on a worker thread); a schema it cannot convert is an option error. */
+async function schemaGrammar(model: NativeModel, schema: Record<string, unknown> | boolean): Promise<string> {
   if (!model.jsonSchemaToGrammar) throw unsupported('jsonSchema');
   try {
-    return model.jsonSchemaToGrammar(JSON.stringify(schema));
+    return await model.jsonSchemaToGrammar(JSON.stringify(schema));
   } catch (err) {
-    throw new BmoeError('E_OPTION', `jsonSchema: ${messageOf(err)}`, { cause: err });
+    const message = messageOf(err);
+    throw new BmoeError('E_OPTION', OPTION_ERROR.test(message) ? message : `jsonSchema: ${message}`, { cause: err });
   }
+}
+
+/** A GBNF the caller wrote, bounded before anything runs (llama.cpp's parser and sampler are not). */
+function checkedGrammar(model: NativeModel, gbnf: string): string {
+  const refused = model.checkGrammar?.(gbnf) ?? '';
+  if (refused !== '') throw new BmoeError('E_OPTION', refused);
+  return gbnf;
+}
+
+/** The option a constraint came from, for errors the sampler raises about its grammar. */
+export function grammarOption(grammar: NativeGrammar | null): 'grammar' | 'jsonSchema' | 'tools' {
+  return grammar?.kind === 'tools' ? 'tools' : grammar?.kind === 'output' ? 'jsonSchema' : 'grammar';
 }
 
 /** The tools to offer and the choice as llama.cpp takes it: a named function = only that tool, required. */
@@ -65,18 +81,19 @@ export function checkRequest(model: NativeModel, input: string | ChatMessage[], 
   const hasTools = o.tools !== null && o.tools.length > 0;
   if (typeof input === 'string') {
     if (hasTools) throw new BmoeError('E_OPTION', 'tools apply to chat messages, not to a raw text prompt');
-    const gbnf = o.jsonSchema !== null ? schemaGrammar(model, o.jsonSchema) : o.grammar;
-    return { kind: 'text', text: input, grammar: gbnf === null ? null : userGrammar(gbnf), stops: o.stop };
+    if (o.jsonSchema !== null && !model.jsonSchemaToGrammar) throw unsupported('jsonSchema');
+    // The schema's grammar is derived when the prompt is prepared (off the JS thread).
+    const grammar = o.grammar === null ? null : userGrammar(checkedGrammar(model, o.grammar));
+    return { kind: 'text', text: input, grammar, jsonSchema: o.jsonSchema, stops: o.stop };
   }
   if (hasTools && o.grammar !== null) throw new BmoeError('E_OPTION', 'grammar cannot be combined with tools');
+  if (o.grammar !== null) checkedGrammar(model, o.grammar);
   if (!model.prepareChat || !model.parseChat) {
     if (hasTools) throw unsupported('tools');
     if (o.jsonSchema !== null) throw unsupported('jsonSchema');
     plainMessages(input); // what it cannot format is told now
     return { kind: 'template', messages: input, template: nativePrepareOptions(o), grammar: o.grammar === null ? null : userGrammar(o.grammar), stops: o.stop };
   }
-  // Checked here, so a schema llama.cpp cannot convert is told as the option it is.
-  if (o.jsonSchema !== null) schemaGrammar(model, o.jsonSchema);
   const { tools, toolChoice } = toolsAndChoice(o);
   const chat: Omit<NativeChatRequest, 'messagesJson'> = {
     toolsJson: tools.length > 0 ? JSON.stringify(tools) : '',
@@ -118,14 +135,17 @@ export async function preparePrompt(model: NativeModel, req: PromptRequest): Pro
   let plan: PromptPlan;
   if (req.kind !== 'chat') {
     const input: NativePrepareInput = req.kind === 'text' ? { text: req.text } : { messages: plainMessages(req.messages), ...req.template };
-    plan = { tokens: await prepareTokens(model, input), grammar: req.grammar, stops: req.stops, parser: null };
+    const grammar = req.kind === 'text' && req.jsonSchema !== null ? userGrammar(await schemaGrammar(model, req.jsonSchema)) : req.grammar;
+    plan = { tokens: await prepareTokens(model, input), grammar, stops: req.stops, parser: null };
   } else {
     const { prepareChat, parseChat } = model as Required<Pick<NativeModel, 'prepareChat' | 'parseChat'>>;
     let native;
     try {
       native = await prepareChat.call(model, { messagesJson: messagesJson(req.messages), ...req.chat });
     } catch (err) {
-      throw new BmoeError('E_OPTION', `could not format the conversation: ${messageOf(err)}`, { cause: err });
+      // A refusal about one option (a schema, a tool's parameters, a grammar over its bounds) names it.
+      const message = messageOf(err);
+      throw new BmoeError('E_OPTION', OPTION_ERROR.test(message) ? message : `could not format the conversation: ${message}`, { cause: err });
     }
     const syntax = native.syntax;
     plan = {

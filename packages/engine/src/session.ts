@@ -1,12 +1,12 @@
 // A session owns one native context (one KV cache). The native side reuses the longest cached
 // prefix of whatever tokens it is sent, so multi-turn chat simply resends the whole conversation.
 import type { NativeContext, NativeGenerateRequest, NativeModel } from '@bmoe/core-native';
-import { BmoeError } from './errors.js';
+import { BmoeError, messageOf } from './errors.js';
 import { GenerationImpl, type Generation, type GenerationDeps, type GenerationResult } from './generation.js';
 import { checkMessages, historyMessage, type ChatMessage } from './messages.js';
 import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOptions, type ResolvedLoadOptions } from './options.js';
 import { nativeGenerateParams } from './options/native.js';
-import { checkRequest, contextFull, dropOldestTurn, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
+import { checkRequest, contextFull, dropOldestTurn, grammarOption, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
 
 export interface Session {
   /**
@@ -155,6 +155,10 @@ export class SessionImpl implements Session {
     // Busy before the generation starts: an already-aborted signal settles inside the constructor.
     this.running = true;
     let stopped = false;
+    // An abort while the prompt is prepared (a slow template on a worker thread) settles at once;
+    // the worker ends on its own, within the template's time limit, and its result is dropped.
+    let onStop: () => void = () => undefined;
+    const stoppedEarly = new Promise<null>((resolve) => (onStop = () => resolve(null)));
     // promptTokens is known once the prompt is prepared (off the JS thread); an abort before
     // that reports what is known then.
     const deps: GenerationDeps = {
@@ -165,7 +169,10 @@ export class SessionImpl implements Session {
       // Read when the generation ends: auto's choice and probe medians change as it measures.
       decodeState: () => model.streamInfo(),
       run: async (sink) => {
-        const fitted = await this.fit(req, chat?.dropTurns ?? false);
+        const fitting = this.fit(req, chat?.dropTurns ?? false);
+        fitting.catch(() => undefined); // not awaited after an abort
+        const fitted = await Promise.race([fitting, stoppedEarly]);
+        if (fitted === null) return { stopReason: 'abort', promptTokens: 0, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
         const { plan } = fitted;
         sent = fitted.sent;
         deps.promptTokens = plan.tokens.length;
@@ -178,11 +185,19 @@ export class SessionImpl implements Session {
           return await ctx.generate(request, (ev) => sink.token(ev));
         } catch (err) {
           const changed = model.fileStatus();
-          throw changed ? new BmoeError('E_MODEL_CHANGED', changed, { cause: err }) : err;
+          if (changed) throw new BmoeError('E_MODEL_CHANGED', changed, { cause: err });
+          // The sampler's refusal of the grammar (llama.cpp's parser, a step over its time budget)
+          // is about the option the grammar came from.
+          const message = messageOf(err);
+          if (plan.grammar && message.startsWith('grammar: ')) {
+            throw new BmoeError('E_OPTION', `${grammarOption(plan.grammar)}: ${message.slice('grammar: '.length)}`, { cause: err });
+          }
+          throw err;
         }
       },
       abortNative: () => {
         stopped = true;
+        onStop();
         ctx.abort();
       },
       onSettled: (res) => {

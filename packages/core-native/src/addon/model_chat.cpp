@@ -5,6 +5,7 @@
 #include "args.h"
 #include "promise_worker.h"
 
+#include "bmoe/limits/grammar_limits.h"
 #include "bmoe/runtime/chat_plan.h"
 
 #include <algorithm>
@@ -108,6 +109,7 @@ void model_wrap::add_methods(std::vector<Napi::ClassPropertyDescriptor<model_wra
     methods.push_back(InstanceMethod("prepareChat", &model_wrap::prepare_chat));
     methods.push_back(InstanceMethod("parseChat", &model_wrap::parse_chat));
     methods.push_back(InstanceMethod("jsonSchemaToGrammar", &model_wrap::json_schema_to_grammar));
+    methods.push_back(InstanceMethod("checkGrammar", &model_wrap::check_grammar));
 }
 
 Napi::Value model_wrap::prepare_chat(const Napi::CallbackInfo & info) {
@@ -121,11 +123,7 @@ Napi::Value model_wrap::prepare_chat(const Napi::CallbackInfo & info) {
     return run_on_worker<chat_plan>(
         env,
         [st, req = std::move(req)]() {
-            try {
-                return chat_plan_make(*st, req);
-            } catch (const std::exception & e) {
-                throw std::runtime_error(std::string("chat template: ") + e.what());
-            }
+            return chat_plan_make(*st, req);  // its errors name the template or the option
         },
         [](Napi::Env e, chat_plan & plan) -> Napi::Value { return plan_to_js(e, plan); });
 }
@@ -164,11 +162,18 @@ Napi::Value model_wrap::json_schema_to_grammar(const Napi::CallbackInfo & info) 
     if (info.Length() < 1 || !info[0].IsString()) {
         throw Napi::TypeError::New(env, "jsonSchemaToGrammar(schemaJson): schemaJson must be a string");
     }
-    try {
-        return Napi::String::New(env, json_schema_grammar(info[0].As<Napi::String>().Utf8Value()));
-    } catch (const std::exception & e) {
-        throw Napi::Error::New(env, e.what());
+    // Converting a large schema takes long: off the JS thread, like prepareChat.
+    return run_on_worker<std::string>(
+        env, [schema = info[0].As<Napi::String>().Utf8Value()]() { return json_schema_grammar(schema); },
+        [](Napi::Env e, std::string & gbnf) -> Napi::Value { return Napi::String::New(e, gbnf); });
+}
+
+Napi::Value model_wrap::check_grammar(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsString()) {
+        throw Napi::TypeError::New(env, "checkGrammar(gbnf): gbnf must be a string");
     }
+    return Napi::String::New(env, grammar_check(info[0].As<Napi::String>().Utf8Value()));
 }
 
 }  // namespace bmoe

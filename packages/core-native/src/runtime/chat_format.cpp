@@ -1,6 +1,7 @@
 #include "bmoe/runtime/chat_format.h"
 
 #include "bmoe/runtime/model_state.h"
+#include "bmoe/runtime/template_bounds.h"
 
 #include "chat.h"
 
@@ -20,7 +21,13 @@ std::string chat_format(const model_state & m, const std::vector<chat_message> &
     in.use_jinja             = true;
     in.enable_thinking       = o.think;
     const common_chat_templates * t = o.chatml ? m.chatml : m.chat_templates;
-    std::string prompt = common_chat_templates_apply(t, in).prompt;
+    template_bounds bounds(template_bounds::render_ms);
+    std::string prompt;
+    try {
+        prompt = common_chat_templates_apply(t, in).prompt;
+    } catch (const std::exception & e) {
+        throw bounds.error(e, "chat template");
+    }
     if (o.add_assistant) prompt += harmony_final_suffix(prompt, o.think);
     return prompt;
 }

@@ -3,6 +3,11 @@
 #include "bmoe/runtime/chat_format.h"
 #include "bmoe/runtime/model_state.h"
 #include "bmoe/runtime/prompt.h"
+#include "bmoe/runtime/template_bounds.h"
+#include "bmoe/limits/grammar_limits.h"
+#include "bmoe/limits/one_line.h"
+#include "bmoe/limits/json_limits.h"
+#include "bmoe/limits/schema_limits.h"
 
 #include "chat.h"
 #include "json-schema-to-grammar.h"
@@ -13,12 +18,33 @@ namespace bmoe {
 
 namespace {
 
-common_json parse_json(const std::string & text, const char * what) {
+// Request JSON nests at most this deep: llama.cpp's chat layer and schema converter recurse.
+constexpr size_t max_json_depth = 64;
+
+// `option`: the request option the text comes from, which starts every error about it (the
+// engine and the server name the field by it).
+common_json parse_json(const std::string & text, const char * what, const char * option) {
+    const std::string deep = json_check_depth(text, max_json_depth, what);
+    if (!deep.empty()) throw std::runtime_error(std::string(option) + ": " + deep);
     try {
         return common_json::parse(text);
     } catch (const std::exception & e) {
-        throw std::runtime_error(std::string(what) + " is not valid JSON: " + e.what());
+        throw std::runtime_error(std::string(option) + ": " + what + " is not valid JSON: " + one_line_clip(e.what(), 200));
     }
+}
+
+void check_schema_text(const std::string & text, const char * option) {
+    const std::string e = schema_check_text(text);
+    if (!e.empty()) throw std::runtime_error(std::string(option) + ": " + e);
+}
+
+// The grammar a request ends up with, within the bounds llama.cpp's sampler can run.
+void check_grammar(const std::string & gbnf, const char * option) {
+    const std::string e = grammar_check(gbnf);
+    if (e.empty()) return;
+    // A grammar made from a schema or tools: the option is what the user wrote.
+    const std::string derived = std::string(option) == "grammar" ? e : "its grammar" + e.substr(e.find(':'));
+    throw std::runtime_error(std::string(option) + ": " + derived);
 }
 
 grammar_trigger from_common(const common_grammar_trigger & c) {
@@ -36,11 +62,21 @@ grammar_trigger from_common(const common_grammar_trigger & c) {
 
 common_chat_templates_inputs make_inputs(const chat_request & r) {
     common_chat_templates_inputs in;
-    in.messages = common_chat_msgs_parse_oaicompat(parse_json(r.messages_json, "messages"));
-    if (!r.tools_json.empty()) in.tools = common_chat_tools_parse_oaicompat(parse_json(r.tools_json, "tools"));
+    in.messages = common_chat_msgs_parse_oaicompat(parse_json(r.messages_json, "the conversation", "messages"));
+    if (!r.tools_json.empty()) {
+        const common_json tools = parse_json(r.tools_json, "tools", "tools");
+        const std::string bad = tools_check_text(r.tools_json);
+        if (!bad.empty()) throw std::runtime_error("tools: " + bad);
+        in.tools = common_chat_tools_parse_oaicompat(tools);
+    }
     in.tool_choice         = common_chat_tool_choice_parse_oaicompat(r.tool_choice);
     in.parallel_tool_calls = r.parallel_tool_calls;
-    if (!r.json_schema.empty()) in.json_schema = parse_json(r.json_schema, "json_schema").dump();
+    if (!r.json_schema.empty()) {
+        const common_json schema = parse_json(r.json_schema, "the JSON schema", "jsonSchema");
+        check_schema_text(r.json_schema, "jsonSchema");
+        in.json_schema = schema.dump();
+    }
+    if (!r.grammar.empty()) check_grammar(r.grammar, "grammar");
     in.grammar               = r.grammar;
     in.use_jinja             = true;
     in.add_generation_prompt = true;
@@ -73,8 +109,14 @@ common_chat_templates_inputs make_inputs(const chat_request & r) {
 
 chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
     common_chat_params p;
+    common_chat_templates_inputs in;
     try {
-        const common_chat_templates_inputs in = make_inputs(r);
+        in = make_inputs(r);
+    } catch (const std::exception & e) {
+        throw std::runtime_error(one_line_clip(e.what()));  // llama.cpp's readers may quote the whole input
+    }
+    template_bounds bounds(template_bounds::render_ms);
+    try {
         p = common_chat_templates_apply(r.chatml ? m.chatml : m.chat_templates, in);
         // Only a request without tools or schema: the answer is then plain content.
         if (in.tools.empty() && r.json_schema.empty() && r.grammar.empty()) {
@@ -85,7 +127,7 @@ chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
             }
         }
     } catch (const std::exception & e) {
-        throw std::runtime_error(e.what());  // json and invalid_argument errors become one kind
+        throw bounds.error(e, "chat template");  // json and invalid_argument errors become one kind
     }
     chat_plan plan;
     plan.tokens = chat_text_tokens(llama_model_get_vocab(m.model), p.prompt);
@@ -102,6 +144,8 @@ chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
     } else if (p.grammar.empty() && !r.json_schema.empty()) {
         plan.grammar.gbnf = json_schema_grammar(r.json_schema);
     } else if (!p.grammar.empty()) {
+        // A derived grammar is bounded like a request's own: it comes from the request's schemas.
+        check_grammar(p.grammar, !r.grammar.empty() ? "grammar" : !r.tools_json.empty() && r.tool_choice != "none" ? "tools" : "jsonSchema");
         plan.grammar.gbnf = p.grammar;
         // A request's own grammar stays a user grammar; a derived one starts at the generation prompt.
         plan.grammar.kind = !r.grammar.empty() ? grammar_spec::user : !r.json_schema.empty() && !plan.syntax.parse_tool_calls ? grammar_spec::output : grammar_spec::tools;
@@ -142,12 +186,16 @@ parsed_message chat_parse(const std::string & text, bool partial, const chat_syn
 }
 
 std::string json_schema_grammar(const std::string & schema_json) {
-    const common_json schema = parse_json(schema_json, "the JSON schema");
+    const common_json schema = parse_json(schema_json, "the JSON schema", "jsonSchema");
+    check_schema_text(schema_json, "jsonSchema");
+    std::string gbnf;
     try {
-        return json_schema_to_grammar(schema);
+        gbnf = json_schema_to_grammar(schema);
     } catch (const std::exception & e) {
-        throw std::runtime_error(std::string("the JSON schema cannot be turned into a grammar: ") + e.what());
+        throw std::runtime_error("jsonSchema: the JSON schema cannot be turned into a grammar: " + one_line_clip(e.what(), 200));
     }
+    check_grammar(gbnf, "jsonSchema");
+    return gbnf;
 }
 
 }  // namespace bmoe

@@ -51,6 +51,40 @@ struct decode_timer {
 
 }  // namespace
 
+// Polled by llama.cpp's grammar (patch 0004) on this thread while a watch is armed.
+struct generator::grammar_watch {
+    const std::atomic<bool> * abort    = nullptr;
+    double                    deadline = 0;  // now_ms() time
+    bool                      timed_out = false;
+
+    static bool should_stop(void * data) {
+        auto * w = static_cast<grammar_watch *>(data);
+        if (w->abort->load(std::memory_order_relaxed)) return true;
+        w->timed_out = now_ms() > w->deadline;
+        return w->timed_out;
+    }
+};
+
+template <class F> bool generator::watched(grammar_watch & w, F && f) {
+    w.deadline  = now_ms() + grammar_step_ms;
+    w.timed_out = false;
+#ifdef BMOE_HAVE_GRAMMAR_STOP
+    llama_grammar_set_stop_callback(&grammar_watch::should_stop, &w);
+    struct unset {
+        ~unset() { llama_grammar_set_stop_callback(nullptr, nullptr); }
+    } unset_on_exit;
+#endif
+    try {
+        f();
+    } catch (const std::runtime_error & e) {
+        if (std::string(e.what()) != "grammar: stopped") throw;
+        if (!w.timed_out) return false;
+        throw std::runtime_error("grammar: one sampling step took longer than " + std::to_string(grammar_step_ms / 1000) +
+                                 " s (the grammar allows too many ways to continue); the request was stopped");
+    }
+    return true;
+}
+
 void generator::reset() {
     llama_memory_clear(llama_get_memory(ctx), true);
     cached.clear();
@@ -159,8 +193,16 @@ generate_result generator::run(const generate_request & req, const std::function
     const size_t n_keep = keep_cached_prefix(req.tokens);
     res.n_prompt        = (int32_t) req.tokens.size();
     res.n_prompt_reused = (int32_t) n_keep;
-    sampler_ptr smpl = sampler_init(llama_get_model(ctx), (int32_t) llama_n_ctx(ctx), req.sampling);
-    sampler_accept_prompt(smpl.get(), req.tokens);
+    grammar_watch watch;
+    watch.abort = &abort_flag;
+    sampler_ptr smpl;
+    if (!watched(watch, [&] {
+            smpl = sampler_init(llama_get_model(ctx), (int32_t) llama_n_ctx(ctx), req.sampling);
+            sampler_accept_prompt(smpl.get(), req.tokens);
+        })) {
+        res.stop_reason = "abort";
+        return res;
+    }
 
     const double  t_prompt = now_ms();
     token_metrics metrics;
@@ -175,7 +217,10 @@ generate_result generator::run(const generate_request & req, const std::function
     for (int32_t i = 0; i < req.max_tokens; i++) {
         token_event ev;
         ev.index   = i;
-        ev.token   = sampler_sample(smpl.get(), ctx);
+        if (!watched(watch, [&] { ev.token = sampler_sample(smpl.get(), ctx); })) {
+            res.stop_reason = "abort";
+            return res;
+        }
         ev.is_eog  = llama_vocab_is_eog(vocab, ev.token);
         ev.piece   = ev.is_eog ? std::string() : token_piece(vocab, ev.token);
         ev.metrics = metrics;

@@ -1,4 +1,5 @@
 #include "bmoe/runtime/model_state.h"
+#include "bmoe/runtime/template_bounds.h"
 
 #include "bmoe/runtime/log_capture.h"
 
@@ -116,12 +117,16 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
         }
         for (const std::string & f : files) st_ptr->guards.push_back(std::make_unique<file_guard>(f));
     }
+    // The GGUF's template is parsed and probed here: bounded, so a hostile one fails the load.
+    template_bounds bounds(template_bounds::load_ms);
     try {
         st_ptr->chat_templates = common_chat_templates_init(model, "").release();
         st_ptr->chatml         = common_chat_templates_init(model, "chatml").release();
     } catch (const std::exception & e) {
-        throw std::runtime_error(p.path + ": chat template: " + e.what());
+        throw bounds.error(e, p.path + ": chat template");
     }
+    const std::string crossed = bounds.crossed();
+    if (!crossed.empty()) throw std::runtime_error(p.path + ": chat template: " + crossed);
     return st_ptr;
 }
 

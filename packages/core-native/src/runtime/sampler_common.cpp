@@ -3,6 +3,8 @@
 #include "bmoe/runtime/sampler.h"
 
 #include "bmoe/runtime/log_capture.h"
+#include "bmoe/limits/grammar_limits.h"
+#include "bmoe/limits/one_line.h"
 
 #include "sampling.h"
 
@@ -58,10 +60,10 @@ sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const samplin
     c.logit_bias      = p.logit_bias;
     c.no_perf         = true;
     if (!p.grammar.gbnf.empty()) {
-        // common_sampler aborts the process on llguidance grammars when built without it.
-        if (p.grammar.gbnf.compare(0, 11, "%llguidance") == 0) {
-            throw std::runtime_error("grammar: llguidance grammars are not supported (this build has GBNF only)");
-        }
+        // Bounded before llama.cpp parses it (its parser recurses, its sampler multiplies stacks);
+        // this also refuses llguidance grammars, on which common_sampler aborts the process.
+        const std::string bad = grammar_check(p.grammar.gbnf);
+        if (!bad.empty()) throw std::runtime_error(bad);
         c.grammar           = common_grammar(grammar_type(p.grammar.kind), p.grammar.gbnf);
         c.grammar_lazy      = p.grammar.lazy;
         c.generation_prompt = p.grammar.generation_prompt;
@@ -72,10 +74,14 @@ sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const samplin
     try {
         s = common_sampler_init(model, c);
     } catch (const std::exception & e) {
-        // llama.cpp prints the grammar's syntax error itself (to stderr) and logs only that it failed.
+        // llama.cpp logs the grammar's syntax error (patch 0004: without the grammar itself) and
+        // throws only that it failed.
         const std::string why = log_capture_first_error();
         const std::string what = e.what();
-        throw std::runtime_error("sampler: " + what + (why.empty() || why == what ? "" : ": " + why));
+        if (!p.grammar.gbnf.empty() && what == "failed to parse grammar") {
+            throw std::runtime_error(one_line_clip("grammar: llama.cpp cannot use it: " + (why.empty() ? what : why), 240));
+        }
+        throw std::runtime_error(one_line_clip("sampler: " + what + (why.empty() || why == what ? "" : ": " + why), 240));
     }
     if (!s) throw std::runtime_error("sampler: llama.cpp could not create it");
     sampler_ptr out(new sampler);
