@@ -171,6 +171,12 @@ export interface NativeGenerateRequest {
    * shift) and goes on.
    */
   contextShift?: boolean;
+  /**
+   * How long one sampling step (or building the sampler) may take, in ms, before the generation
+   * fails naming the grammar: a grammar's work grows with the ways its text may continue. Default
+   * 10000 (1 to 600000).
+   */
+  grammarStepMs?: number;
 }
 
 /**

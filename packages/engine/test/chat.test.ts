@@ -63,8 +63,9 @@ describe('chat messages through the chat layer', () => {
     (model as FakeChatModel).grammarFor = () => {
       throw new Error('unsupported keyword: $dynamicRef');
     };
-    expect(thrown(() => session.generate('x', { jsonSchema: { $dynamicRef: '#a' } }))).toMatchObject({ code: 'E_OPTION', message: 'jsonSchema: unsupported keyword: $dynamicRef' });
-    expect(thrown(() => session.chat('x', { jsonSchema: { $dynamicRef: '#a' } })).code).toBe('E_OPTION');
+    // Converted off the JS thread: the refusal comes with the result, naming the option.
+    await expect(session.generate('x', { jsonSchema: { $dynamicRef: '#a' } }).result).rejects.toMatchObject({ code: 'E_OPTION', message: 'jsonSchema: unsupported keyword: $dynamicRef' });
+    await expect(session.chat('x', { jsonSchema: { $dynamicRef: '#a' } }).result).rejects.toMatchObject({ code: 'E_OPTION', message: 'jsonSchema: unsupported keyword: $dynamicRef' });
   });
 
   it('refuses tools on raw text, tools with a grammar, and a tool choice that names no tool', () => {

@@ -44,6 +44,14 @@ export class FakeChatModel extends FakeModel {
 
   prepareChat(req: NativeChatRequest): Promise<NativeChatPlan> {
     this.chatRequests.push(req);
+    // As the native side does, on its worker: a schema it cannot use is refused naming the option.
+    if (req.jsonSchema) {
+      try {
+        this.grammarFor(req.jsonSchema);
+      } catch (err) {
+        return Promise.reject(new Error(`jsonSchema: ${(err as Error).message}`));
+      }
+    }
     const grammar = req.toolsJson || req.jsonSchema || req.grammar
       ? { gbnf: req.grammar || 'root ::= derived', kind: req.toolsJson ? 'tools' as const : req.grammar ? 'user' as const : 'output' as const, lazy: false, triggers: [], generationPrompt: '' }
       : null;
@@ -55,8 +63,12 @@ export class FakeChatModel extends FakeModel {
     return toyParse(text, partial);
   }
 
-  jsonSchemaToGrammar(schemaJson: string): string {
-    return this.grammarFor(schemaJson);
+  jsonSchemaToGrammar(schemaJson: string): Promise<string> {
+    try {
+      return Promise.resolve(this.grammarFor(schemaJson));
+    } catch (err) {
+      return Promise.reject(new Error(`jsonSchema: ${(err as Error).message}`));
+    }
   }
 }
 

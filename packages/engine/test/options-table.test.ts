@@ -60,7 +60,8 @@ describe('the option table', () => {
     expectTypeOf<ModelKeys>().toEqualTypeOf<Exclude<NativeKeysOf<'model'>, `kvOverrides.${string}`>>();
     expectTypeOf<NativeKeysOf<'context'>>().toEqualTypeOf<keyof NativeContextParams>();
     // logitBias is a list, not a row (the addon takes it; the engine does not expose it yet).
-    type GenerateKeys = Exclude<keyof NativeGenerateRequest, 'tokens' | 'sampling' | 'grammar'> | `sampling.${Exclude<keyof NativeSampling, 'logitBias'>}`;
+    // grammarStepMs: the sampler's time budget per step, kept at its default by the engine (tests lower it).
+    type GenerateKeys = Exclude<keyof NativeGenerateRequest, 'tokens' | 'sampling' | 'grammar' | 'grammarStepMs'> | `sampling.${Exclude<keyof NativeSampling, 'logitBias'>}`;
     expectTypeOf<NativeKeysOf<'generate'>>().toEqualTypeOf<GenerateKeys>();
   });
 

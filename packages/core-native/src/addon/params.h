@@ -166,6 +166,7 @@ inline generate_request read_generate_request(js_reader & r, const Napi::Object 
     req.max_tokens    = (int32_t) r.integer(o, "maxTokens", 256, 0, 1 << 24);
     req.want_logits   = r.boolean(o, "logits", false);
     req.context_shift = r.boolean(o, "contextShift", false);
+    req.grammar_step_ms = (int32_t) r.integer(o, "grammarStepMs", 10000, 1, 600000);
     Napi::Value sv = o.Get("sampling");
     if (sv.IsObject()) req.sampling = read_sampling(r, sv.As<Napi::Object>());
     Napi::Value gv = o.Get("grammar");

@@ -65,8 +65,8 @@ struct generator::grammar_watch {
     }
 };
 
-template <class F> bool generator::watched(grammar_watch & w, F && f) {
-    w.deadline  = now_ms() + grammar_step_ms;
+template <class F> bool generator::watched(grammar_watch & w, int32_t step_ms, F && f) {
+    w.deadline  = now_ms() + step_ms;
     w.timed_out = false;
 #ifdef BMOE_HAVE_GRAMMAR_STOP
     llama_grammar_set_stop_callback(&grammar_watch::should_stop, &w);
@@ -79,8 +79,8 @@ template <class F> bool generator::watched(grammar_watch & w, F && f) {
     } catch (const std::runtime_error & e) {
         if (std::string(e.what()) != "grammar: stopped") throw;
         if (!w.timed_out) return false;
-        throw std::runtime_error("grammar: one sampling step took longer than " + std::to_string(grammar_step_ms / 1000) +
-                                 " s (the grammar allows too many ways to continue); the request was stopped");
+        throw std::runtime_error("grammar: one sampling step took longer than " + std::to_string(step_ms) +
+                                 " ms (the grammar allows too many ways to continue); the request was stopped");
     }
     return true;
 }
@@ -196,7 +196,7 @@ generate_result generator::run(const generate_request & req, const std::function
     grammar_watch watch;
     watch.abort = &abort_flag;
     sampler_ptr smpl;
-    if (!watched(watch, [&] {
+    if (!watched(watch, req.grammar_step_ms, [&] {
             smpl = sampler_init(llama_get_model(ctx), (int32_t) llama_n_ctx(ctx), req.sampling);
             sampler_accept_prompt(smpl.get(), req.tokens);
         })) {
@@ -217,7 +217,7 @@ generate_result generator::run(const generate_request & req, const std::function
     for (int32_t i = 0; i < req.max_tokens; i++) {
         token_event ev;
         ev.index   = i;
-        if (!watched(watch, [&] { ev.token = sampler_sample(smpl.get(), ctx); })) {
+        if (!watched(watch, req.grammar_step_ms, [&] { ev.token = sampler_sample(smpl.get(), ctx); })) {
             res.stop_reason = "abort";
             return res;
         }

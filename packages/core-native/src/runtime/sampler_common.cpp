@@ -76,8 +76,9 @@ sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const samplin
     } catch (const std::exception & e) {
         // llama.cpp logs the grammar's syntax error (patch 0004: without the grammar itself) and
         // throws only that it failed.
-        const std::string why = log_capture_first_error();
         const std::string what = e.what();
+        if (what == "grammar: stopped") throw;  // the generator's watch (an abort, the step's budget)
+        const std::string why = log_capture_first_error();
         if (!p.grammar.gbnf.empty() && what == "failed to parse grammar") {
             throw std::runtime_error(one_line_clip("grammar: llama.cpp cannot use it: " + (why.empty() ? what : why), 240));
         }

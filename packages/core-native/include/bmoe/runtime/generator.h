@@ -22,6 +22,9 @@ struct generate_request {
     // A full context: false stops with "context"; true discards the older half of the cached
     // tokens after the first and shifts the rest down (llama-completion's context shift).
     bool                     context_shift = false;
+    // One sampling step (or building the sampler) may take this long before the request fails:
+    // a grammar's work grows with the ways the text may continue, and an abort must land within it.
+    int32_t                  grammar_step_ms = 10000;
 };
 
 struct token_event {
@@ -54,9 +57,6 @@ struct generator {
     std::function<std::string(bool full)> file_check;
     std::vector<llama_token> cached;                 // tokens whose KV entries are in ctx (seq 0)
     std::atomic<bool>        abort_flag{false};  // cleared by the caller when a generation is requested
-    // One sampling step (or building the sampler) may take this long before the request fails:
-    // a grammar's work grows with the ways the text may continue, and an abort must land within it.
-    int32_t                  grammar_step_ms = 10000;
 
     // Throws std::runtime_error with a one-line message on failure.
     generate_result run(const generate_request & req, const std::function<void(token_event &&)> & on_token);
@@ -66,7 +66,7 @@ struct generator {
     struct grammar_watch;
     // Runs f (sampler work) so that an abort or the step's time budget stops a grammar's long work
     // (patch 0004): false when aborted; past the budget, a one-line error.
-    template <class F> bool watched(grammar_watch & w, F && f);
+    template <class F> bool watched(grammar_watch & w, int32_t step_ms, F && f);
     void   check_request(const generate_request & req) const;
     // Keeps the KV entries of the longest prefix `tokens` shares with `cached`; returns its length.
     size_t keep_cached_prefix(const std::vector<llama_token> & tokens);
