@@ -92,10 +92,6 @@ export function engineError(err: unknown, inputParam: string, stage: 'start' | '
   if (err instanceof BmoeError && err.code === 'E_MODEL_CHANGED') {
     return new ApiError(503, 'server_error', `the model file changed on disk: ${err.message}; restart the server to load it again`, 'model_changed');
   }
-  // llama.cpp's grammar parser refuses a GBNF when the sampler is built (its reason goes to its log).
-  if (err instanceof BmoeError && /failed to parse grammar/.test(err.message)) {
-    return badRequest("invalid 'grammar': llama.cpp cannot parse it as GBNF (a rule every name refers to, balanced parentheses and quotes)", 'grammar', 'invalid_value');
-  }
   const what = stage === 'start' ? 'could not start the generation' : 'generation failed';
   return new ApiError(500, 'server_error', `${what}: ${messageOf(err)}`, 'generation_failed');
 }
