@@ -150,6 +150,20 @@ describe.runIf(nativeAvailable)('bmoe run (native)', () => {
     expect(both.stderr).toMatch(/cannot be used with/);
   });
 
+  it('a grammar or schema over its bounds is one error line, exit 1, at once (a {5,1} repetition grew the process without end)', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--grammar', 'root ::= "a"{5,1}'], /^bmoe: error: grammar: repetition \{5,1\} has its minimum above its maximum \(line 1\)$/],
+      [['--grammar', 'root ::= r1{0,1999}\nr1 ::= "a"{0,1999}'], /^bmoe: error: grammar: nested repetitions in rule 'root'/],
+      [['-j', JSON.stringify({ type: 'array', minItems: 5, maxItems: 1 })], /^bmoe: error: jsonSchema: minItems 5 is above maxItems 1 \(at the schema's root\)$/],
+      [['-j', JSON.stringify({ type: 'string', minLength: 9, maxLength: 3 })], /^bmoe: error: jsonSchema: minLength 9 is above maxLength 3/],
+    ];
+    for (const [flags, message] of cases) {
+      const r = await runCli(['run', model, '-p', PROMPT, '-n', '4', '-t', '2', ...flags], { timeoutMs: 30_000 });
+      expect(r.code).toBe(1);
+      expect(lines(r.stderr).filter((l) => l.startsWith('bmoe: error:'))).toEqual([expect.stringMatching(message)]);
+    }
+  });
+
   it.runIf(llamaCompletion)('sampled --json-schema output equals llama-completion -j with the same sampler and seed', async () => {
     const sampler = ['--temp', '0.9', '--top-k', '40', '--top-p', '0.95', '--min-p', '0', '--seed', '5'];
     const expected = await runLlamaCompletion({ model, prompt: PROMPT, nPredict: 48, threads: 2, extraArgs: [...sampler, '-j', JSON.stringify(SCHEMA)] });

@@ -156,6 +156,7 @@ const TEMPLATES: { name: string; template: string; stage: 'load' | 'generate'; m
   { name: 'range(1e9)', template: `{% for i in range(1000000000) %}x{% endfor %}${CHATML}`, stage: 'load', message: /: chat template: range\(\) would hold 1000000000 items, over the limit of 100000$/, ms: 3000 },
   { name: "'x' * 1e8", template: `{{ 'x' * 100000000 }}${CHATML}`, stage: 'load', message: /: chat template: a repeated string would hold 100000000 bytes, over the limit of 67108864$/, ms: 3000 },
   { name: 'a string doubled 40 times', template: `{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s }}${CHATML}`, stage: 'load', message: /: chat template: a string's pieces would hold \d+ items, over the limit of 100000$/, ms: 5000 },
+  { name: 'a syntax error (it said "std::exception")', template: `{% if %}x{% endif %}${CHATML}`, stage: 'load', message: /: chat template: Unexpected token: %\} of type \d+$/, ms: 3000 },
   { name: 'a 3000 x 3000 loop', template: `{% for i in range(3000) %}{% for j in range(3000) %}{% endfor %}{% endfor %}${CHATML}`, stage: 'load', message: /: chat template: took longer than its time limit of 10 s$/, ms: 13_000 },
 ];
 

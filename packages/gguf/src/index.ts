@@ -18,6 +18,7 @@ export { gv, kvArray, kvNumber, kvString, type GgufValue, type GgufBigIntType, t
 export { readGguf, MAX_KV, MAX_TENSORS, type GgufEntry, type GgufFile, type GgufShard, type GgufTensorInfo, type ReadOptions } from './reader.js';
 export { readGgufModel, splitPath, splitPrefix, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT, type GgufModel } from './split.js';
 export { layoutSplit, parseSplitSize, writeGgufSplit, type SplitWriteResult } from './split-write.js';
+export { rewriteGguf } from './rewrite.js';
 export { DEFAULT_MAX_ITEMS, DEFAULT_MAX_STRING_BYTES, MAX_KEY_BYTES, MAX_STRING_ITEMS } from './metadata.js';
 export { checkLlamaLimits, LLAMA_MAX_EXPERTS, LLAMA_MAX_LAYERS } from './llama-limits.js';
 export {

@@ -22,6 +22,7 @@ const HOSTILE: { name: string; body: string; param: string; message: RegExp }[] 
   { name: 'schema minimum 1e300', body: chat(schemaFormat({ type: 'integer', maximum: 1e300 })), param: 'response_format', message: /^invalid 'response_format': maximum 1e\+300 is outside the 64-bit integer range/ },
   { name: 'schema pattern with nested repetitions (hang)', body: chat(schemaFormat({ type: 'string', pattern: '^((a{0,1999}){0,1999}){0,1999}$' })), param: 'response_format', message: /^invalid 'response_format': its grammar: nested repetitions/ },
   { name: 'schema enum of 50,000 strings', body: chat(schemaFormat({ enum: Array.from({ length: 50_000 }, (_, i) => `v${i}`) })), param: 'response_format', message: /^invalid 'response_format': an enum of 50000 values exceeds the limit of 1000/ },
+  { name: 'schema with 3,000 optional properties (50 s on the JS thread)', body: chat(schemaFormat({ type: 'object', properties: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`p${i}`, { type: 'string' }])) })), param: 'response_format', message: /^invalid 'response_format': an object with 3000 properties exceeds the limit of 200/ },
   { name: 'tool parameter minLength > maxLength', body: chat(tools({ type: 'object', properties: { a: { type: 'string', minLength: 9, maxLength: 3 } } })), param: 'tools', message: /^invalid 'tools': function 'f' parameters: minLength 9 is above maxLength 3 \(at \/properties\/a\)$/ },
 ];
 

@@ -3,11 +3,11 @@
 // argument), and `bmoe serve` ends on SIGTERM within the grace + 3 s even when native work is stuck
 // on a worker thread (there process.exit() itself would wait): child processes with a time limit.
 import { spawn } from 'node:child_process';
-import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Model } from '@bmoe/engine';
-import { gv, readGguf, writeGguf, type GgufValue } from '@bmoe/gguf';
+import { gv, rewriteGguf } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_SHUTDOWN_GRACE_MS } from '../src/index.js';
 import { createServerWithLoader } from '../src/server.js';
@@ -145,21 +145,7 @@ async function expectLoading(url: string, forMs: number): Promise<void> {
 
 /** A copy of `src` whose chat template is `template`. */
 async function withChatTemplate(src: string, out: string, template: string): Promise<void> {
-  const file = await readGguf(src);
-  const kv: [string, GgufValue][] = [...file.kv].filter(([k]) => k !== 'general.alignment').map(([k, v]) => [k, k === 'tokenizer.chat_template' ? gv.str(template) : v]);
-  const byName = new Map(file.tensors.map((t) => [t.name, t]));
-  const fh = await open(src, 'r');
-  try {
-    await writeGguf(out, { kv, tensors: file.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type })), alignment: file.alignment }, async function* (t) {
-      const from = byName.get(t.name);
-      if (!from) throw new Error(`${src}: no tensor ${t.name}`);
-      const buf = Buffer.alloc(from.bytes);
-      await fh.read(buf, 0, from.bytes, from.offset);
-      yield buf;
-    });
-  } finally {
-    await fh.close();
-  }
+  await rewriteGguf(src, out, { 'tokenizer.chat_template': gv.str(template) });
 }
 
 /**
