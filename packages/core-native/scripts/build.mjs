@@ -3,12 +3,12 @@
 // Incremental by design: the llama.cpp source is only touched when its pin or our patches change
 // (scripts/llama-source.mjs), the CMake build dir persists, and ccache is used when present, so a
 // TypeScript-only change costs nothing here (turbo does not even call this script for it).
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { runWithProgress } from './build-progress.mjs';
 import { LLAMA_COMMIT, ensureLlamaSource } from './llama-source.mjs';
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -40,9 +40,11 @@ const env = { ...process.env };
 env.CCACHE_BASEDIR ??= pkgDir;
 env.CCACHE_NOHASHDIR ??= '1';
 for (const cmd of configured ? ['build'] : ['configure', 'build']) {
-  const r = spawnSync(process.execPath, [cmakeJs, cmd, ...common], { stdio: 'inherit', env, cwd: pkgDir });
-  if (r.status !== 0) {
-    console.error(`[core-native] native ${cmd} failed (exit ${r.status ?? r.signal}); see the output above`);
-    process.exit(r.status ?? 1);
+  // The build's hundreds of compiler lines (10-15 minutes the first time) as a progress line.
+  const label = cmd === 'configure' ? 'configuring llama.cpp and the addon' : 'building llama.cpp, its tools and the addon';
+  const status = await runWithProgress(process.execPath, [cmakeJs, cmd, ...common], { env, cwd: pkgDir }, label);
+  if (status !== 0) {
+    console.error(`[core-native] native ${cmd} failed (exit ${status}); see the output above`);
+    process.exit(status);
   }
 }
