@@ -42,7 +42,7 @@ async function defaultModel(bmoe: string[], log: (l: string) => void): Promise<s
 export function registerSoak(program: Command, bmoe: () => string[]): void {
   program
     .command('soak')
-    .description('bmoe serve under K clients for a bounded time: valid, abandoned, oversized and malformed requests; fails on a crash or RSS growth')
+    .description('bmoe serve under K clients for a bounded time: valid, abandoned, oversized, malformed and hostile structured-output requests; fails on a crash, an unexpected answer, /health failing or RSS growth')
     .option('--model <file>', `GGUF to serve (default: the ${DEFAULT_PRESET} fixture, made once)`)
     .option('--seconds <S>', 'how long the clients keep sending', integer('--seconds', 1, 86_400), DEFAULT_SOAK.seconds)
     .option('--clients <K>', 'concurrent clients', integer('--clients', 1, 256), DEFAULT_SOAK.clients)

@@ -1,10 +1,12 @@
 // What the soak's clients send: valid requests through the official `openai` client (streamed and
 // not, some abandoned mid-stream) and hostile ones through raw fetch (oversized, malformed JSON,
-// invalid fields), each with the outcomes a healthy server may give it. Anything else (a 500, a
-// broken stream, a reset connection, a timeout) is unexpected.
+// invalid fields, and the structured output of soak-structured.ts: hostile grammars, schemas and
+// tools, and heavy ones within the bounds), each with the outcomes a healthy server may give it.
+// Anything else (a 500, a broken stream, a reset connection, a timeout) is unexpected.
 import OpenAI from 'openai';
+import { STRUCTURED_KINDS, sendStructured, type StructuredKind } from './soak-structured.js';
 
-export const SOAK_KINDS = ['chat-stream', 'chat', 'completion', 'disconnect', 'oversized', 'malformed', 'bad-field', 'probe'] as const;
+export const SOAK_KINDS = ['chat-stream', 'chat', 'completion', 'disconnect', 'oversized', 'malformed', 'bad-field', 'probe', ...STRUCTURED_KINDS] as const;
 export type SoakKind = (typeof SOAK_KINDS)[number];
 
 /**
@@ -14,7 +16,11 @@ export type SoakKind = (typeof SOAK_KINDS)[number];
  */
 export type Outcome = string;
 
-/** The outcomes a healthy server may give each kind (429: the queue was full). */
+/**
+ * The outcomes a healthy server may give each kind (429: the queue was full). A hostile
+ * structured request's '400' also means the OpenAI error shape, `param` naming its field and a
+ * one-line message (soak-structured.ts's judge400).
+ */
 export const ALLOWED: Record<SoakKind, readonly Outcome[]> = {
   'chat-stream': ['200', '429'],
   chat: ['200', '429'],
@@ -24,6 +30,10 @@ export const ALLOWED: Record<SoakKind, readonly Outcome[]> = {
   malformed: ['400'],
   'bad-field': ['400'],
   probe: ['200'],
+  'hostile-grammar': ['400'],
+  'hostile-schema': ['400'],
+  'hostile-tools': ['400'],
+  'heavy-grammar': ['200', '429'],
 };
 
 export interface RequestContext {
@@ -66,18 +76,31 @@ function badFields(model: string): unknown[] {
   ];
 }
 
+/** How a request ended, and for the structured kinds which variant it was (see soak-structured.ts). */
+export interface Sent {
+  outcome: Outcome;
+  /** The variant's name. */
+  variant?: string;
+  /** The variant with its random parts, streaming and endpoint. */
+  label?: string;
+}
+
 /** Sends one request of `kind` and says how it ended. Never throws. */
-export async function sendRequest(kind: SoakKind, c: RequestContext): Promise<Outcome> {
+export async function sendRequest(kind: SoakKind, c: RequestContext): Promise<Sent> {
   const timeout = AbortSignal.timeout(c.timeoutMs);
   const signal = AbortSignal.any([timeout, c.stop]);
+  const which: Omit<Sent, 'outcome'> = {};
+  const note = (variant: string, label: string): void => void Object.assign(which, { variant, label });
   try {
-    const outcome = await SEND[kind](c, signal);
+    const outcome = isStructured(kind) ? await sendStructured(kind, c, signal, note) : await SEND[kind](c, signal);
     // The openai client ends an aborted stream quietly, as if it were complete.
-    return timeout.aborted ? 'timeout' : outcome;
+    return { outcome: timeout.aborted ? 'timeout' : outcome, ...which };
   } catch (err) {
-    return classify(err, timeout);
+    return { outcome: classify(err, timeout), ...which };
   }
 }
+
+const isStructured = (kind: SoakKind): kind is StructuredKind => (STRUCTURED_KINDS as readonly string[]).includes(kind);
 
 function classify(err: unknown, timeout: AbortSignal): Outcome {
   if (timeout.aborted) return 'timeout';
@@ -107,7 +130,7 @@ async function raw(c: RequestContext, signal: AbortSignal, body: string | Buffer
   return String(res.status);
 }
 
-const SEND: Record<SoakKind, Sender> = {
+const SEND: Record<Exclude<SoakKind, StructuredKind>, Sender> = {
   'chat-stream': async (c, signal) => {
     const body = { model: c.model, messages: messages(c), max_tokens: int(c.random, 1, 16), stream: true as const, ...sampling(c) };
     return drain(await c.client.chat.completions.create(body, { signal }));

@@ -1,11 +1,13 @@
 // `bmoe-bench soak`: `bmoe serve` as its own process on 127.0.0.1, K concurrent clients for a
 // bounded time sending a random mix of valid requests (streamed and not, some abandoned
-// mid-stream) and hostile ones (oversized bodies, malformed JSON, invalid fields). Reports
-// requests served, every outcome by kind, the server's RSS at start and end, and fails on a crash,
-// an answer a healthy server does not give, /health not 200 afterwards, an unclean stop, or RSS
-// growth beyond a bound.
+// mid-stream) and hostile ones (oversized bodies, malformed JSON, invalid fields, hostile grammars,
+// JSON schemas and tools) and heavy structured output within the bounds. Reports requests served,
+// every outcome by kind, the server's RSS at start and end, /health's latency probed once a second
+// throughout, and fails on a crash, an answer a healthy server does not give, /health not 200
+// (within 5 s) during or after the soak, an unclean stop, or RSS growth beyond a bound.
 import OpenAI from 'openai';
-import { ALLOWED, SOAK_KINDS, sendRequest, type Outcome, type RequestContext, type SoakKind } from './soak-requests.js';
+import { ALLOWED, SOAK_KINDS, sendRequest, type Outcome, type RequestContext, type Sent, type SoakKind } from './soak-requests.js';
+import { VARIANTS, type StructuredKind } from './soak-structured.js';
 import { readRssBytes, startServeProcess, type ServeProcess, type ServerExit } from './soak-server.js';
 
 export interface SoakOptions {
@@ -33,6 +35,21 @@ export interface SoakKindStats {
   sent: number;
   /** Outcome ('200', '413', 'aborted', …) → count. */
   outcomes: Record<Outcome, number>;
+  /** Structured kinds: requests sent per variant (soak-structured.ts). */
+  variants?: Record<string, number>;
+}
+
+/** /health probed once a second while the clients send. */
+export interface SoakHealth {
+  probes: number;
+  /** Probes not answered 200 within limitMs. */
+  failed: number;
+  p50Ms: number | null;
+  p95Ms: number | null;
+  maxMs: number | null;
+  limitMs: number;
+  /** The first failures ('t+12.3 s: 503', 't+40.1 s: no answer in 5 s'). */
+  examples: string[];
 }
 
 export interface SoakReport {
@@ -52,7 +69,16 @@ export interface SoakReport {
   errorsByStatus: Record<Outcome, number>;
   /** Outcomes a healthy server does not give the kind (500, stream cut, reset, timeout, …). */
   unexpected: { count: number; examples: string[] };
-  rss: { startBytes: number | null; endBytes: number | null; peakBytes: number | null; growthBytes: number | null; maxGrowthBytes: number };
+  rss: {
+    startBytes: number | null;
+    endBytes: number | null;
+    peakBytes: number | null;
+    growthBytes: number | null;
+    maxGrowthBytes: number;
+    /** Every 30 s of the soak: whether RSS levels off or keeps climbing. */
+    samples: { seconds: number; bytes: number }[];
+  };
+  health: SoakHealth;
   server: { crashed: boolean; exit: ServerExit | null; healthAtEnd: number | null; stoppedCleanly: boolean; stderrTail: string[] };
   failures: string[];
   ok: boolean;
@@ -63,7 +89,12 @@ const STOP_GRACE_MS = 15_000;
 export const DEFAULT_SOAK = { seconds: 60, clients: 4, maxRssGrowthMb: 128, requestTimeoutMs: 60_000 } as const;
 
 /** Relative weights of the kinds after each client's first round (which sends every kind once). */
-const WEIGHTS: Record<SoakKind, number> = { 'chat-stream': 3, chat: 2, completion: 2, disconnect: 2, oversized: 1, malformed: 2, 'bad-field': 2, probe: 1 };
+const WEIGHTS: Record<SoakKind, number> = {
+  'chat-stream': 3, chat: 2, completion: 2, disconnect: 2, oversized: 1, malformed: 2, 'bad-field': 2, probe: 1,
+  'hostile-grammar': 2, 'hostile-schema': 2, 'hostile-tools': 1, 'heavy-grammar': 1,
+};
+const HEALTH_EVERY_MS = 1000;
+const HEALTH_LIMIT_MS = 5000;
 
 /** mulberry32: small, seedable, good enough to vary a request mix reproducibly. */
 function prng(seed: number): () => number {
@@ -83,20 +114,62 @@ function weighted(random: () => number): SoakKind {
   return 'chat-stream';
 }
 
+const isStructured = (k: SoakKind): k is StructuredKind => k in VARIANTS;
+
 class Tally {
-  readonly byKind = Object.fromEntries(SOAK_KINDS.map((k) => [k, { sent: 0, outcomes: {} }])) as Record<SoakKind, SoakKindStats>;
+  readonly byKind = Object.fromEntries(SOAK_KINDS.map((k) => [k, isStructured(k) ? { sent: 0, outcomes: {}, variants: {} } : { sent: 0, outcomes: {} }])) as Record<SoakKind, SoakKindStats>;
   readonly examples: string[] = [];
   unexpected = 0;
 
-  add(kind: SoakKind, outcome: Outcome): void {
+  add(kind: SoakKind, { outcome, variant, label }: Sent): void {
     const s = this.byKind[kind];
     s.sent++;
     s.outcomes[outcome] = (s.outcomes[outcome] ?? 0) + 1;
+    if (s.variants && variant !== undefined) s.variants[variant] = (s.variants[variant] ?? 0) + 1;
     if (!ALLOWED[kind].includes(outcome)) {
       this.unexpected++;
-      if (this.examples.length < 5) this.examples.push(`${kind}: ${outcome}`);
+      if (this.examples.length < 5) this.examples.push(`${kind}${label === undefined ? '' : ` (${label})`}: ${outcome}`);
     }
   }
+}
+
+const quantile = (sorted: number[], q: number): number | null => (sorted.length === 0 ? null : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number));
+
+/** Probes /health every second until `done` resolves; a probe cut by `stop` (the server died) is not counted. */
+async function watchHealth(url: string, stop: AbortSignal, done: Promise<void>): Promise<SoakHealth> {
+  const ms: number[] = [];
+  const examples: string[] = [];
+  let failed = 0;
+  let finished = false;
+  let wake: () => void = () => undefined;
+  void done.then(() => {
+    finished = true;
+    wake();
+  });
+  const t0 = performance.now();
+  while (!finished && !stop.aborted) {
+    const start = performance.now();
+    const status = await fetch(`${url}/health`, { signal: AbortSignal.any([AbortSignal.timeout(HEALTH_LIMIT_MS), stop]) }).then(
+      async (r) => (await r.arrayBuffer(), r.status),
+      () => null,
+    );
+    if (stop.aborted) break;
+    const took = performance.now() - start;
+    ms.push(took);
+    if (status !== 200) {
+      failed++;
+      if (examples.length < 5) examples.push(`t+${((start - t0) / 1000).toFixed(1)} s: ${status ?? `no answer in ${HEALTH_LIMIT_MS / 1000} s`}`);
+    }
+    await new Promise<void>((r) => {
+      const timer = setTimeout(r, Math.max(0, HEALTH_EVERY_MS - took));
+      wake = () => {
+        clearTimeout(timer);
+        r();
+      };
+    });
+  }
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { probes: ms.length, failed, p50Ms: quantile(sorted, 0.5), p95Ms: quantile(sorted, 0.95), maxMs: sorted.at(-1) ?? null, limitMs: HEALTH_LIMIT_MS, examples };
 }
 
 /** Runs one soak; throws only when the server cannot be started or does not answer a first request. */
@@ -115,6 +188,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
     await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'warm-up' }], max_tokens: 4, temperature: 0, stream: true }).then(async (s) => {
       for await (const _chunk of s);
     });
+    await warmStructured(server.url, model);
     o.onServerStart?.(server.pid);
     log(`soak: ${clients} clients for ${seconds} s against bmoe serve (pid ${server.pid}) at ${server.url}, model ${model}, seed ${seed}`);
     return await soakServer(o, server, client, model, { seconds, clients, seed });
@@ -124,22 +198,42 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   }
 }
 
+/** One answer under a grammar and one under a JSON schema (their converters and samplers start lazily). */
+async function warmStructured(url: string, model: string): Promise<void> {
+  const messages = [{ role: 'user', content: 'warm-up' }];
+  const schema = { type: 'object', properties: { a: { type: 'string' } } };
+  for (const extra of [{ grammar: 'root ::= "a"{1,4}' }, { response_format: { type: 'json_schema', json_schema: { name: 'warm', schema } } }]) {
+    const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages, max_tokens: 4, ...extra }) });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`the structured warm-up answered ${res.status}`);
+  }
+}
+
+const RSS_SAMPLE_EVERY_S = 30;
+
 interface Run {
   tally: Tally;
   elapsedSeconds: number;
-  rss: { start: number | null; peak: number | null };
+  rss: { start: number | null; peak: number | null; samples: { seconds: number; bytes: number }[] };
+  health: SoakHealth;
 }
 
 /** The clients' loop: until the deadline, or until the server dies. */
 async function drive(o: SoakOptions, server: ServeProcess, client: OpenAI, model: string, p: { seconds: number; clients: number; seed: number }): Promise<Run> {
-  const rss = { start: readRssBytes(server.pid), peak: readRssBytes(server.pid) };
+  const rss: Run['rss'] = { start: readRssBytes(server.pid), peak: readRssBytes(server.pid), samples: [] };
+  const sampledFrom = performance.now();
   const sampler = setInterval(() => {
     const now = readRssBytes(server.pid);
-    if (now !== null) rss.peak = Math.max(rss.peak ?? 0, now);
+    if (now === null) return;
+    rss.peak = Math.max(rss.peak ?? 0, now);
+    const seconds = Math.round((performance.now() - sampledFrom) / 1000);
+    if (seconds >= (rss.samples.length + 1) * RSS_SAMPLE_EVERY_S) rss.samples.push({ seconds, bytes: now });
   }, 1000);
   const stop = new AbortController();
   void server.exited.then(() => stop.abort());
   const tally = new Tally();
+  let clientsDone: () => void = () => undefined;
+  const health = watchHealth(server.url, stop.signal, new Promise<void>((r) => (clientsDone = r)));
   const t0 = performance.now();
   const deadline = Date.now() + p.seconds * 1000;
   const timeoutMs = o.requestTimeoutMs ?? DEFAULT_SOAK.requestTimeoutMs;
@@ -149,18 +243,20 @@ async function drive(o: SoakOptions, server: ServeProcess, client: OpenAI, model
       // Every kind once first (each client in its own order, even past the deadline), then a random mix.
       for (let n = 0; (n < SOAK_KINDS.length || Date.now() < deadline) && !stop.signal.aborted; n++) {
         const kind = n < SOAK_KINDS.length ? (SOAK_KINDS[(n + i) % SOAK_KINDS.length] as SoakKind) : weighted(ctx.random);
-        const outcome = await sendRequest(kind, ctx);
+        const sent = await sendRequest(kind, ctx);
         // A request cut by the soak's own early stop says nothing about the server beyond its exit.
-        if (!stop.signal.aborted) tally.add(kind, outcome);
+        if (!stop.signal.aborted) tally.add(kind, sent);
       }
     }),
   );
+  const elapsedSeconds = (performance.now() - t0) / 1000;
   clearInterval(sampler);
-  return { tally, elapsedSeconds: (performance.now() - t0) / 1000, rss };
+  clientsDone();
+  return { tally, elapsedSeconds, rss, health: await health };
 }
 
 async function soakServer(o: SoakOptions, server: ServeProcess, client: OpenAI, model: string, p: { seconds: number; clients: number; seed: number }): Promise<SoakReport> {
-  const { tally, elapsedSeconds, rss } = await drive(o, server, client, model, p);
+  const { tally, elapsedSeconds, rss, health } = await drive(o, server, client, model, p);
   const endRss = readRssBytes(server.pid);
   const crashedExit = server.exit();
   const healthAtEnd = crashedExit ? null : await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(5000) }).then((r) => r.status, () => null);
@@ -186,7 +282,9 @@ async function soakServer(o: SoakOptions, server: ServeProcess, client: OpenAI, 
       peakBytes: rss.peak === null || endRss === null ? rss.peak : Math.max(rss.peak, endRss),
       growthBytes: rss.start !== null && endRss !== null ? endRss - rss.start : null,
       maxGrowthBytes: (o.maxRssGrowthMb ?? DEFAULT_SOAK.maxRssGrowthMb) * MiB,
+      samples: rss.samples,
     },
+    health,
     server: {
       crashed: crashedExit !== null,
       exit: crashedExit ?? stopped?.exit ?? null,
@@ -222,6 +320,9 @@ export function soakFailures(r: SoakReport): string[] {
     if (r.server.healthAtEnd !== 200) f.push(`/health answered ${r.server.healthAtEnd ?? 'nothing'} after the soak`);
     if (!r.server.stoppedCleanly) f.push(`the server did not exit 0 within ${STOP_GRACE_MS / 1000} s of SIGTERM (${describeExit(r.server.exit)})`);
   }
+  if (r.health.failed > 0) {
+    f.push(`/health did not answer 200 within ${r.health.limitMs / 1000} s ${r.health.failed} of ${r.health.probes} times during the soak (${r.health.examples.join(', ')})`);
+  }
   if (r.unexpected.count > 0) f.push(`${r.unexpected.count} answers a healthy server does not give (${r.unexpected.examples.join(', ')})`);
   if (r.served === 0) f.push('no request was served');
   if (r.rss.growthBytes !== null && r.rss.growthBytes > r.rss.maxGrowthBytes) {
@@ -236,14 +337,20 @@ const counts = (o: Record<string, number>): string =>
     .map(([k, n]) => `${k} ×${n}`)
     .join(', ') || 'none';
 
+const ms = (v: number | null): string => (v === null ? 'unmeasured' : `${v.toFixed(1)} ms`);
+/** ' (9/12 variants)' for the structured kinds. */
+const variantsSent = (k: SoakKind, s: SoakKindStats): string => (isStructured(k) && s.variants ? ` (${Object.keys(s.variants).length}/${VARIANTS[k].length} variants)` : '');
+
 export function soakReport(r: SoakReport): string {
   const growth = r.rss.growthBytes === null ? 'unmeasured' : `${r.rss.growthBytes >= 0 ? '+' : ''}${mib(r.rss.growthBytes)}`;
   return [
     `soak: ${r.clients} clients for ${r.elapsedSeconds.toFixed(1)} s (planned ${r.plannedSeconds} s), model ${r.model}, bmoe serve pid ${r.serverPid} at ${r.url}, seed ${r.seed}`,
     `requests: ${r.requests} sent, ${r.served} served (2xx in full)`,
-    ...SOAK_KINDS.map((k) => `  ${k.padEnd(12)} ${String(r.byKind[k].sent).padStart(6)}: ${counts(r.byKind[k].outcomes)}`),
+    ...SOAK_KINDS.map((k) => `  ${k.padEnd(15)} ${String(r.byKind[k].sent).padStart(6)}: ${counts(r.byKind[k].outcomes)}${variantsSent(k, r.byKind[k])}`),
     `errors by status: ${counts(r.errorsByStatus)}`,
+    `/health during the soak: ${r.health.probes} probes, ${ms(r.health.p50Ms)} median, ${ms(r.health.p95Ms)} p95, ${ms(r.health.maxMs)} max, ${r.health.failed} not 200 within ${r.health.limitMs / 1000} s`,
     `server RSS: start ${mib(r.rss.startBytes)}, end ${mib(r.rss.endBytes)} (${growth}; bound +${mib(r.rss.maxGrowthBytes)}), peak ${mib(r.rss.peakBytes)}`,
+    ...(r.rss.samples.length > 0 ? [`server RSS every ${RSS_SAMPLE_EVERY_S} s: ${r.rss.samples.map((x) => `${x.seconds} s ${(x.bytes / MiB).toFixed(1)}`).join(', ')} MiB`] : []),
     `server: ${r.server.crashed ? `DIED (${describeExit(r.server.exit)})` : `/health ${r.server.healthAtEnd ?? 'no answer'} at the end, ${describeExit(r.server.exit)} on SIGTERM`}`,
     r.ok ? 'result: ok' : `result: FAILED: ${r.failures.join('; ')}`,
   ].join('\n');
