@@ -320,6 +320,14 @@ export interface NativeModel {
    * Absent in wasm (it refuses grammars).
    */
   checkGrammar?(gbnf: string): string;
+  /**
+   * "" when a JSON schema (JSON text) is within the bounds its conversion and grammar can run
+   * (nesting, properties, enum size, min <= max, int-readable counts and bounds, patterns), else one
+   * line starting "jsonSchema: ". The grammar made from it is checked when it is made. Absent in wasm.
+   */
+  checkJsonSchema?(schemaJson: string): string;
+  /** The same for an OpenAI tools array (JSON text): each function's parameters; "tools: ...". Absent in wasm. */
+  checkTools?(toolsJson: string): string;
   /** Formats with the GGUF's own template (llama.cpp common chat templates), or ChatML when asked. */
   applyChatTemplate(messages: NativeChatMessage[], opts: { chatml: boolean; think: boolean; addAssistant: boolean }): string;
   createContext(params: NativeContextParams): NativeContext;

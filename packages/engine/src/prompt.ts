@@ -58,6 +58,16 @@ function checkedGrammar(model: NativeModel, gbnf: string): string {
   return gbnf;
 }
 
+/**
+ * A schema or tools array within the bounds its conversion and grammar can run, checked now
+ * (linear, synchronous) so that a request over them is refused before it waits for the model.
+ */
+function checkedSchemas(model: NativeModel, schema: Record<string, unknown> | boolean | null, tools: readonly ToolDefinition[]): void {
+  const refused =
+    (schema !== null ? model.checkJsonSchema?.(JSON.stringify(schema)) : '') || (tools.length > 0 ? model.checkTools?.(JSON.stringify(tools)) : '') || '';
+  if (refused !== '') throw new BmoeError('E_OPTION', refused);
+}
+
 /** The option a constraint came from, for errors the sampler raises about its grammar. */
 export function grammarOption(grammar: NativeGrammar | null): 'grammar' | 'jsonSchema' | 'tools' {
   return grammar?.kind === 'tools' ? 'tools' : grammar?.kind === 'output' ? 'jsonSchema' : 'grammar';
@@ -82,6 +92,7 @@ export function checkRequest(model: NativeModel, input: string | ChatMessage[], 
   if (typeof input === 'string') {
     if (hasTools) throw new BmoeError('E_OPTION', 'tools apply to chat messages, not to a raw text prompt');
     if (o.jsonSchema !== null && !model.jsonSchemaToGrammar) throw unsupported('jsonSchema');
+    checkedSchemas(model, o.jsonSchema, []);
     // The schema's grammar is derived when the prompt is prepared (off the JS thread).
     const grammar = o.grammar === null ? null : userGrammar(checkedGrammar(model, o.grammar));
     return { kind: 'text', text: input, grammar, jsonSchema: o.jsonSchema, stops: o.stop };
@@ -95,6 +106,7 @@ export function checkRequest(model: NativeModel, input: string | ChatMessage[], 
     return { kind: 'template', messages: input, template: nativePrepareOptions(o), grammar: o.grammar === null ? null : userGrammar(o.grammar), stops: o.stop };
   }
   const { tools, toolChoice } = toolsAndChoice(o);
+  checkedSchemas(model, o.jsonSchema, tools);
   const chat: Omit<NativeChatRequest, 'messagesJson'> = {
     toolsJson: tools.length > 0 ? JSON.stringify(tools) : '',
     toolChoice,

@@ -26,6 +26,12 @@ export interface Session {
    * the system message kept) until it does, in the history too.
    */
   chat(input: string | ChatMessage | readonly ChatMessage[], options?: GenerateOptions): Generation;
+  /**
+   * Throws what `generate(input, options)` would throw before it starts (options, what this build
+   * cannot do, a grammar, JSON schema or tools over their bounds), starting nothing and whether or
+   * not a generation is running: a server refuses a bad request before it queues for the model.
+   */
+  check(input: string | readonly ChatMessage[], options?: GenerateOptions): void;
   /** The conversation `chat()` has kept (the session's system message excluded). */
   readonly history: readonly ChatMessage[];
   /**
@@ -81,6 +87,11 @@ export class SessionImpl implements Session {
     const opts = resolveGenerateOptions(options);
     const messages = typeof input === 'string' ? input : checkMessages(input);
     return this.start(checkRequest(this.deps.model, messages, opts), opts, null);
+  }
+
+  check(input: string | readonly ChatMessage[], options?: GenerateOptions): void {
+    if (this.closed) throw new BmoeError('E_CLOSED', 'the session is closed');
+    checkRequest(this.deps.model, typeof input === 'string' ? input : checkMessages(input), resolveGenerateOptions(options));
   }
 
   chat(input: string | ChatMessage | readonly ChatMessage[], options?: GenerateOptions): Generation {

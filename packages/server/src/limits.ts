@@ -28,7 +28,7 @@ export function limitsFor(contextSize: number): RequestLimits {
 }
 
 /** The refusal for a prompt over the limits, or null. `texts` are the message contents (or the one prompt). */
-export function checkPrompt(texts: readonly string[], inputParam: 'messages' | 'prompt', limits: RequestLimits, contextSize: number): ApiError | null {
+export function checkPrompt(texts: readonly string[], inputParam: 'messages' | 'prompt' | 'tools', limits: RequestLimits, contextSize: number): ApiError | null {
   if (inputParam === 'messages' && texts.length > limits.maxMessages) {
     return badRequest(
       `too many messages: ${texts.length}; at most ${limits.maxMessages} fit the context of ${contextSize} tokens`,
@@ -39,7 +39,7 @@ export function checkPrompt(texts: readonly string[], inputParam: 'messages' | '
   let chars = 0;
   for (const t of texts) chars += t.length;
   if (chars > limits.maxPromptChars) {
-    const what = inputParam === 'messages' ? 'the messages hold' : 'the prompt is';
+    const what = inputParam === 'messages' ? 'the messages hold' : inputParam === 'tools' ? 'the tools hold' : 'the prompt is';
     return badRequest(
       `${what} ${chars} characters; at most ${limits.maxPromptChars} can fit the context of ${contextSize} tokens`,
       inputParam,

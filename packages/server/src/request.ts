@@ -8,7 +8,7 @@ import { NATIVE_MAX_COUNT, checkPrompt } from './limits.js';
 import type { GenerationSpec } from './respond.js';
 import type { ChatCompletionBody, CompletionBody } from './schemas.js';
 
-function checkInput(core: ServerCore, texts: readonly string[], param: 'messages' | 'prompt'): void {
+function checkInput(core: ServerCore, texts: readonly string[], param: 'messages' | 'prompt' | 'tools'): void {
   const refused = checkPrompt(texts, param, core.limits, core.contextSize());
   if (refused) throw refused;
 }
@@ -43,8 +43,12 @@ function promptText(m: ChatMessage): string {
 export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpec {
   const messages = b.messages.map(toChatMessage);
   const texts = messages.map(promptText);
-  // Tool definitions are written into the prompt too.
-  if (b.tools?.length) texts.push(JSON.stringify(b.tools));
+  // Tool definitions are written into the prompt too; alone too many, they are what the 400 names.
+  if (b.tools?.length) {
+    const tools = JSON.stringify(b.tools);
+    checkInput(core, [tools], 'tools');
+    texts.push(tools);
+  }
   checkInput(core, texts, 'messages');
   const generate = generateOptions(core, b, b.max_completion_tokens ?? b.max_tokens ?? null);
   Object.assign(generate, chatOptions(b));

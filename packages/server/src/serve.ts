@@ -3,7 +3,7 @@
 // native call has returned, so the next request never overlaps it.
 import type { FastifyReply } from 'fastify';
 import type { ServerCore } from './core.js';
-import { ApiError, shuttingDown } from './errors.js';
+import { ApiError, engineError, shuttingDown } from './errors.js';
 import { respond, type GenerationSpec } from './respond.js';
 import { QueueFullError, TurnCancelledError } from './turns.js';
 
@@ -39,6 +39,13 @@ function watchRequest(reply: FastifyReply, shutdown: AbortSignal): Watch {
 export async function serveGeneration(core: ServerCore, reply: FastifyReply, spec: GenerationSpec): Promise<unknown> {
   const t0 = performance.now();
   const session = core.session();
+  // Refused before it queues: a grammar, schema or tools over their bounds is a 400 at once,
+  // even while the model is busy (it was a 429, or a wait for the running generation).
+  try {
+    session.check(spec.input, spec.generate);
+  } catch (err) {
+    throw engineError(err, spec.inputParam, 'start');
+  }
   const watch = watchRequest(reply, core.shutdownSignal);
   let release: () => void;
   try {

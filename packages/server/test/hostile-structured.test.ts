@@ -89,6 +89,31 @@ describe.runIf(native)('hostile structured output (issue 28)', () => {
     expect(performance.now() - t0).toBeLessThan(1500);
   }, 60_000);
 
+  it('is refused before it queues: a 400 at once while another request holds the model (it was a 429 with the queue full, else a wait)', async () => {
+    const ac = new AbortController();
+    const busy = fetch(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chat({ max_tokens: 2000, stream: true }), signal: ac.signal });
+    const res = await busy;
+    const reader = res.body!.getReader();
+    await reader.read(); // the first chunk: it holds the turn now
+    try {
+      for (const body of [chat({ grammar: 'root ::= "a"{5,1}' }), chat(schemaFormat({ type: 'array', minItems: 1e300 })), chat(tools({ type: 'object', properties: { a: { type: 'string', minLength: 9, maxLength: 3 } } }))]) {
+        const t0 = performance.now();
+        const r = await postJson(s.url, '/v1/chat/completions', body);
+        expect(r.status).toBe(400);
+        expect(performance.now() - t0).toBeLessThan(300);
+      }
+    } finally {
+      ac.abort();
+      await reader.cancel().catch(() => undefined);
+    }
+  }, 60_000);
+
+  it('tools too long for the context are a 400 naming tools, not messages', async () => {
+    const properties = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`p${i}`, { type: 'string' }]));
+    const r = await postJson(s.url, '/v1/chat/completions', chat(tools({ type: 'object', properties })));
+    expect(r).toMatchObject({ status: 400, json: { error: { param: 'tools', message: expect.stringMatching(/^the tools hold \d+ characters; at most \d+ can fit the context/) } } });
+  });
+
   it('the openai client sees an APIError 400 with the param, not a 500', async () => {
     const err = await s.client.chat.completions
       .create({ model: 'x', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 2, response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'array', minItems: 3, maxItems: 2 } } } })

@@ -110,6 +110,8 @@ void model_wrap::add_methods(std::vector<Napi::ClassPropertyDescriptor<model_wra
     methods.push_back(InstanceMethod("parseChat", &model_wrap::parse_chat));
     methods.push_back(InstanceMethod("jsonSchemaToGrammar", &model_wrap::json_schema_to_grammar));
     methods.push_back(InstanceMethod("checkGrammar", &model_wrap::check_grammar));
+    methods.push_back(InstanceMethod("checkJsonSchema", &model_wrap::check_json_schema));
+    methods.push_back(InstanceMethod("checkTools", &model_wrap::check_tools));
 }
 
 Napi::Value model_wrap::prepare_chat(const Napi::CallbackInfo & info) {
@@ -166,6 +168,21 @@ Napi::Value model_wrap::json_schema_to_grammar(const Napi::CallbackInfo & info) 
     return run_on_worker<std::string>(
         env, [schema = info[0].As<Napi::String>().Utf8Value()]() { return json_schema_grammar(schema); },
         [](Napi::Env e, std::string & gbnf) -> Napi::Value { return Napi::String::New(e, gbnf); });
+}
+
+namespace {
+std::string string_arg(const Napi::CallbackInfo & info, const char * call) {
+    if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(info.Env(), std::string(call) + ": the argument must be a string");
+    return info[0].As<Napi::String>().Utf8Value();
+}
+}  // namespace
+
+Napi::Value model_wrap::check_json_schema(const Napi::CallbackInfo & info) {
+    return Napi::String::New(info.Env(), request_schema_check(string_arg(info, "checkJsonSchema(schemaJson)"), "jsonSchema"));
+}
+
+Napi::Value model_wrap::check_tools(const Napi::CallbackInfo & info) {
+    return Napi::String::New(info.Env(), request_schema_check(string_arg(info, "checkTools(toolsJson)"), "tools"));
 }
 
 Napi::Value model_wrap::check_grammar(const Napi::CallbackInfo & info) {

@@ -31,6 +31,8 @@ struct model_wrap : public Napi::ObjectWrap<model_wrap> {
     Napi::Value parse_chat(const Napi::CallbackInfo & info);
     Napi::Value json_schema_to_grammar(const Napi::CallbackInfo & info);
     Napi::Value check_grammar(const Napi::CallbackInfo & info);
+    Napi::Value check_json_schema(const Napi::CallbackInfo & info);
+    Napi::Value check_tools(const Napi::CallbackInfo & info);
     static void add_methods(std::vector<Napi::ClassPropertyDescriptor<model_wrap>> & methods);
 
     // Throws a JS error when the model was closed.

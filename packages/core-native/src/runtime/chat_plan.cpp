@@ -34,8 +34,8 @@ common_json parse_json(const std::string & text, const char * what, const char *
 }
 
 void check_schema_text(const std::string & text, const char * option) {
-    const std::string e = schema_check_text(text);
-    if (!e.empty()) throw std::runtime_error(std::string(option) + ": " + e);
+    const std::string e = request_schema_check(text, option);
+    if (!e.empty()) throw std::runtime_error(e);
 }
 
 // The grammar a request ends up with, within the bounds llama.cpp's sampler can run.
@@ -65,8 +65,7 @@ common_chat_templates_inputs make_inputs(const chat_request & r) {
     in.messages = common_chat_msgs_parse_oaicompat(parse_json(r.messages_json, "the conversation", "messages"));
     if (!r.tools_json.empty()) {
         const common_json tools = parse_json(r.tools_json, "tools", "tools");
-        const std::string bad = tools_check_text(r.tools_json);
-        if (!bad.empty()) throw std::runtime_error("tools: " + bad);
+        check_schema_text(r.tools_json, "tools");
         in.tools = common_chat_tools_parse_oaicompat(tools);
     }
     in.tool_choice         = common_chat_tool_choice_parse_oaicompat(r.tool_choice);
@@ -183,6 +182,13 @@ parsed_message chat_parse(const std::string & text, bool partial, const chat_syn
     out.reasoning_content = msg.reasoning_content;
     for (const auto & c : msg.tool_calls) out.tool_calls.push_back({ c.name, c.arguments, c.id });
     return out;
+}
+
+std::string request_schema_check(const std::string & json_text, const char * option) {
+    const bool tools = std::string(option) == "tools";
+    std::string e = json_check_depth(json_text, max_json_depth, tools ? "tools" : "the JSON schema");
+    if (e.empty()) e = tools ? tools_check_text(json_text) : schema_check_text(json_text);
+    return e.empty() ? e : std::string(option) + ": " + e;
 }
 
 std::string json_schema_grammar(const std::string & schema_json) {

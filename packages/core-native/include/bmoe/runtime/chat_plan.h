@@ -66,4 +66,9 @@ parsed_message chat_parse(const std::string & text, bool partial, const chat_syn
 // llama.cpp's json_schema_to_grammar. Throws std::runtime_error naming what it cannot convert.
 std::string json_schema_grammar(const std::string & schema_json);
 
+// The bounds a request's JSON schema (option "jsonSchema") or tools array (option "tools") is
+// checked against before anything converts it: "" when within them, else one line starting with
+// the option. Linear, no llama.cpp: callable on the JS thread before a request queues.
+std::string request_schema_check(const std::string & json_text, const char * option);
+
 }  // namespace bmoe
