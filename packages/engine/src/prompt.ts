@@ -13,6 +13,8 @@ import { nativePrepareOptions } from './options/native.js';
 export interface PromptPlan {
   tokens: Int32Array;
   grammar: NativeGrammar | null;
+  /** The option the grammar came from, named in the sampler's errors about it. */
+  constraint: 'grammar' | 'jsonSchema' | 'tools';
   /** The caller's stop strings and the ones the chat format asks for. */
   stops: string[];
   /** How the answer is read; null: the text is the answer. */
@@ -68,8 +70,8 @@ function checkedSchemas(model: NativeModel, schema: Record<string, unknown> | bo
   if (refused !== '') throw new BmoeError('E_OPTION', refused);
 }
 
-/** The option a constraint came from, for errors the sampler raises about its grammar. */
-export function grammarOption(grammar: NativeGrammar | null): 'grammar' | 'jsonSchema' | 'tools' {
+/** The option a chat plan's grammar came from (a raw prompt's schema grammar is a 'user' one: the plan says). */
+function grammarOption(grammar: NativeGrammar | null): 'grammar' | 'jsonSchema' | 'tools' {
   return grammar?.kind === 'tools' ? 'tools' : grammar?.kind === 'output' ? 'jsonSchema' : 'grammar';
 }
 
@@ -148,7 +150,8 @@ export async function preparePrompt(model: NativeModel, req: PromptRequest): Pro
   if (req.kind !== 'chat') {
     const input: NativePrepareInput = req.kind === 'text' ? { text: req.text } : { messages: plainMessages(req.messages), ...req.template };
     const grammar = req.kind === 'text' && req.jsonSchema !== null ? userGrammar(await schemaGrammar(model, req.jsonSchema)) : req.grammar;
-    plan = { tokens: await prepareTokens(model, input), grammar, stops: req.stops, parser: null };
+    const constraint = req.kind === 'text' && req.jsonSchema !== null ? 'jsonSchema' : 'grammar';
+    plan = { tokens: await prepareTokens(model, input), grammar, constraint, stops: req.stops, parser: null };
   } else {
     const { prepareChat, parseChat } = model as Required<Pick<NativeModel, 'prepareChat' | 'parseChat'>>;
     let native;
@@ -163,6 +166,7 @@ export async function preparePrompt(model: NativeModel, req: PromptRequest): Pro
     plan = {
       tokens: native.tokens,
       grammar: native.grammar,
+      constraint: grammarOption(native.grammar),
       stops: [...req.stops, ...native.additionalStops],
       parser: { parse: (text, partial) => parseChat.call(model, text, partial, syntax) },
     };

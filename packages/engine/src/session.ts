@@ -6,7 +6,7 @@ import { GenerationImpl, type Generation, type GenerationDeps, type GenerationRe
 import { checkMessages, historyMessage, type ChatMessage } from './messages.js';
 import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOptions, type ResolvedLoadOptions } from './options.js';
 import { nativeGenerateParams } from './options/native.js';
-import { checkRequest, contextFull, dropOldestTurn, grammarOption, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
+import { checkRequest, contextFull, dropOldestTurn, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
 
 export interface Session {
   /**
@@ -201,7 +201,7 @@ export class SessionImpl implements Session {
           // is about the option the grammar came from.
           const message = messageOf(err);
           if (plan.grammar && message.startsWith('grammar: ')) {
-            throw new BmoeError('E_OPTION', `${grammarOption(plan.grammar)}: ${message.slice('grammar: '.length)}`, { cause: err });
+            throw new BmoeError('E_OPTION', `${plan.constraint}: ${message.slice('grammar: '.length)}`, { cause: err });
           }
           throw err;
         }

@@ -96,6 +96,7 @@ struct scanner {
             return true;  // one recursive rule: no copies
         }
         if (s[pos] != '{') return true;
+        const size_t open = pos;
         pos++;
         skip_blanks();
         const uint64_t m = read_int();
@@ -113,11 +114,11 @@ struct scanner {
             skip_blanks();
         }
         if (pos < s.size() && s[pos] == '}') pos++;
-        if (bounded && m > n) {
-            return fail("repetition {" + std::to_string(m) + "," + std::to_string(n) + "} has its minimum above its maximum");
-        }
+        // As written (a count past 64 bits is clamped above, not shown so).
+        const std::string written(s.substr(open, std::min<size_t>(pos - open, 60)));
+        if (bounded && m > n) return fail("repetition " + written + " has its minimum above its maximum");
         if (m > lim.max_repetition) {
-            return fail("repetition {" + std::to_string(m) + ",...} exceeds the limit of " + std::to_string(lim.max_repetition) + " repetitions");
+            return fail("repetition " + written + " exceeds the limit of " + std::to_string(lim.max_repetition) + " repetitions");
         }
         // llama.cpp turns a maximum over its bound into "no maximum" (one recursive rule).
         const uint64_t copies = bounded && n <= lim.max_repetition ? n : m;

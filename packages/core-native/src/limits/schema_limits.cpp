@@ -26,7 +26,9 @@ std::string pointer_token(const std::string & key) {
 }
 
 std::string at(const std::string & path) {
-    return " (at " + (path.empty() ? std::string("the schema's root") : path) + ")";
+    if (path.empty()) return " (at the schema's root)";
+    // A property name may be thousands of bytes: the place, not the whole name.
+    return " (at " + (path.size() > 120 ? path.substr(0, 117) + "..." : path) + ")";
 }
 
 // A count such as minItems: a non-negative integer llama.cpp can read as an int.

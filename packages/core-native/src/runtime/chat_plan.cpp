@@ -38,6 +38,27 @@ void check_schema_text(const std::string & text, const char * option) {
     if (!e.empty()) throw std::runtime_error(e);
 }
 
+// A schema llama.cpp's converter refuses, told as the option it is (inside the template's
+// apply the same refusal reads "Automatic parser generation failed").
+void check_convertible(const common_json & schema, const std::string & what) {
+    try {
+        (void) json_schema_to_grammar(schema);
+    } catch (const std::exception & e) {
+        throw std::runtime_error(what + " cannot be turned into a grammar: " + one_line_clip(e.what(), 200));
+    }
+}
+
+void check_tools_convertible(const common_json & tools) {
+    if (!tools.is_array()) return;
+    for (const auto & t : tools) {
+        if (!t.is_object() || !t.contains("function") || !t.at("function").is_object()) continue;
+        const auto & f = t.at("function");
+        if (!f.contains("parameters")) continue;
+        const std::string name = f.contains("name") && f.at("name").is_string() ? f.at("name").get<std::string>() : "?";
+        check_convertible(f.at("parameters"), "tools: function '" + one_line_clip(name, 64) + "' parameters");
+    }
+}
+
 // The grammar a request ends up with, within the bounds llama.cpp's sampler can run.
 void check_grammar(const std::string & gbnf, const char * option) {
     const std::string e = grammar_check(gbnf);
@@ -66,6 +87,7 @@ common_chat_templates_inputs make_inputs(const chat_request & r) {
     if (!r.tools_json.empty()) {
         const common_json tools = parse_json(r.tools_json, "tools", "tools");
         check_schema_text(r.tools_json, "tools");
+        check_tools_convertible(tools);
         in.tools = common_chat_tools_parse_oaicompat(tools);
     }
     in.tool_choice         = common_chat_tool_choice_parse_oaicompat(r.tool_choice);
@@ -73,6 +95,7 @@ common_chat_templates_inputs make_inputs(const chat_request & r) {
     if (!r.json_schema.empty()) {
         const common_json schema = parse_json(r.json_schema, "the JSON schema", "jsonSchema");
         check_schema_text(r.json_schema, "jsonSchema");
+        check_convertible(schema, "jsonSchema: the JSON schema");
         in.json_schema = schema.dump();
     }
     if (!r.grammar.empty()) check_grammar(r.grammar, "grammar");

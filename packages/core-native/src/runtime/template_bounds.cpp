@@ -25,7 +25,7 @@ template_bounds::template_bounds(int64_t time_ms) : p(new impl) {
     p->limits.max_depth   = 200;
     p->limits.max_nodes   = 50000;
     p->limits.max_steps   = 20000000;
-    p->limits.max_string  = 64u << 20;
+    p->limits.max_string  = 4u << 20;  // a 1M-token prompt is ~4 MB of text
     p->limits.max_items   = 100000;
     p->limits.deadline_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                 (std::chrono::steady_clock::now() + std::chrono::milliseconds(time_ms)).time_since_epoch())
