@@ -90,7 +90,8 @@ function havePrlimit(): boolean {
   return prlimitChecked;
 }
 
-function rssOf(pid: number): number {
+/** A process's resident set in bytes (0 once it is gone). */
+export function rssOf(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) * 1024 : 0;

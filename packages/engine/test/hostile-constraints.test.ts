@@ -4,7 +4,7 @@
 // the bound, quickly. The cases that killed or froze the process run in child processes with a
 // time and a memory limit; the rest (abort latency, the event loop) in this one.
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -14,6 +14,7 @@ import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIfStale, requireNative } from '../../../tooling/test-utils.mjs';
 import { nativeBuild } from '../src/index.js';
+import { rssOf } from './fuzz-child.js';
 import { CHATML, withChatTemplate } from './template-gguf.js';
 
 const nativeAvailable = await requireNative('the native addon', () => nativeBuild());
@@ -59,15 +60,6 @@ interface Outcome {
 
 const LIMIT_MS = 40_000;
 const LIMIT_RSS = 3 * 1024 ** 3;
-
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
 
 let caseFiles = 0;
 
