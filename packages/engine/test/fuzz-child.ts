@@ -5,11 +5,12 @@
 // judge (fuzz-grammar, fuzz-schema and fuzz-templates .test.ts).
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeModel } from '@bmoe/gguf';
+import { afterAll, beforeAll } from 'vitest';
 import { buildIfStale } from '../../../tooling/test-utils.mjs';
 import { clip } from './fuzz-random.js';
 
@@ -269,4 +270,25 @@ export async function runFuzzGroup(dir: string, name: string, seed: number, grou
 /** The tally as one line: "shape outcome n, ...". */
 export function tallyLine(tally: Map<string, number>): string {
   return [...tally].sort().map(([k, v]) => `${k} ${v}`).join(', ');
+}
+
+/** A fuzz suite's fixture and outcome tally: the model made before its tests, the tally printed and the folder removed after. */
+export interface FuzzSuite {
+  dir: string;
+  model: string;
+  readonly tally: Map<string, number>;
+}
+
+/** Registers the suite's beforeAll/afterAll (call inside its describe); `knobs` names its environment variables. */
+export function fuzzSuite(name: string, seed: number, count: number, knobs: string): FuzzSuite {
+  const suite: FuzzSuite = { dir: '', model: '', tally: new Map() };
+  beforeAll(async () => {
+    Object.assign(suite, await prepareFixture(`bmoe-fuzz-${name}-`));
+    console.log(`fuzz-${name}: seed ${seed}, ${count} cases (${knobs})`);
+  });
+  afterAll(async () => {
+    console.log(`fuzz-${name} outcomes: ${tallyLine(suite.tally)}`);
+    if (suite.dir) await rm(suite.dir, { recursive: true, force: true });
+  });
+  return suite;
 }

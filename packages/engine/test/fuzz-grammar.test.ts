@@ -6,11 +6,10 @@
 // A failure names the seed, the case and its grammar. BMOE_FUZZ_SEED=<n> (default 28),
 // BMOE_FUZZ_GRAMMARS=<n> (default 200) and BMOE_FUZZ_ONLY=<i,j> (those cases alone) vary the run;
 // BMOE_FUZZ_VERBOSE=1 prints every case. Needs the native addon (skips without it, fails under CI).
-import { rm } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
 import { nativeBuild } from '../src/index.js';
-import { batches, caseIndexes, prepareFixture, runFuzzGroup, tallyLine, type FuzzCase } from './fuzz-child.js';
+import { batches, fuzzSuite, caseIndexes, runFuzzGroup, type FuzzCase } from './fuzz-child.js';
 import { randomGrammarCase } from './fuzz-constraints-cases.js';
 import { caseRng, envNumber } from './fuzz-random.js';
 
@@ -35,25 +34,13 @@ function grammarCase(index: number, model: string): FuzzCase {
 }
 
 describe.runIf(nativeAvailable)(`random grammars through generate() (seed ${SEED})`, () => {
-  let dir: string;
-  let model: string;
-  const tally = new Map<string, number>();
-
-  beforeAll(async () => {
-    ({ dir, model } = await prepareFixture('bmoe-fuzz-grammar-'));
-    console.log(`fuzz-grammar: seed ${SEED}, ${COUNT} cases (BMOE_FUZZ_SEED, BMOE_FUZZ_GRAMMARS, BMOE_FUZZ_ONLY, BMOE_FUZZ_VERBOSE)`);
-  });
-
-  afterAll(async () => {
-    console.log(`fuzz-grammar outcomes: ${tallyLine(tally)}`);
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  const suite = fuzzSuite('grammar', SEED, COUNT, 'BMOE_FUZZ_SEED, BMOE_FUZZ_GRAMMARS, BMOE_FUZZ_ONLY, BMOE_FUZZ_VERBOSE');
 
   for (const [n, indexes] of batches(caseIndexes(COUNT), 50).entries()) {
     const limit = 60_000 + indexes.length * (3 * STEP_MS + 10_000);
     it(`cases ${indexes[0]}..${indexes[indexes.length - 1]} end in a result or one line 'grammar: ...', never a signal, a hang or 2 GiB`, async () => {
-      const group = indexes.map((i) => grammarCase(i, model));
-      expect(await runFuzzGroup(dir, `grammars-${n}`, SEED, group, tally)).toEqual([]);
+      const group = indexes.map((i) => grammarCase(i, suite.model));
+      expect(await runFuzzGroup(suite.dir, `grammars-${n}`, SEED, group, suite.tally)).toEqual([]);
     }, limit);
   }
 });

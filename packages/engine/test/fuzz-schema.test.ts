@@ -8,11 +8,10 @@
 // the prompt: a chat that no longer fits the context may end in E_CONTEXT_FULL.
 // BMOE_FUZZ_SEED=<n> (default 28), BMOE_FUZZ_SCHEMAS=<n> (default 150), BMOE_FUZZ_ONLY=<i,j> and
 // BMOE_FUZZ_VERBOSE=1 as in fuzz-grammar.test.ts.
-import { rm } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
 import { nativeBuild } from '../src/index.js';
-import { batches, caseIndexes, prepareFixture, runFuzzGroup, tallyLine, type FuzzCase } from './fuzz-child.js';
+import { batches, fuzzSuite, caseIndexes, runFuzzGroup, type FuzzCase } from './fuzz-child.js';
 import { randomSchemaCase } from './fuzz-constraints-cases.js';
 import { caseRng, envNumber } from './fuzz-random.js';
 
@@ -61,30 +60,18 @@ const FIXED: { name: string; schema: unknown; mode: Mode }[] = [
 ];
 
 describe.runIf(nativeAvailable)(`random JSON schemas through generate() (seed ${SEED})`, () => {
-  let dir: string;
-  let model: string;
-  const tally = new Map<string, number>();
-
-  beforeAll(async () => {
-    ({ dir, model } = await prepareFixture('bmoe-fuzz-schema-'));
-    console.log(`fuzz-schema: seed ${SEED}, ${COUNT} cases (BMOE_FUZZ_SEED, BMOE_FUZZ_SCHEMAS, BMOE_FUZZ_ONLY, BMOE_FUZZ_VERBOSE)`);
-  });
-
-  afterAll(async () => {
-    console.log(`fuzz-schema outcomes: ${tallyLine(tally)}`);
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  const suite = fuzzSuite('schema', SEED, COUNT, 'BMOE_FUZZ_SEED, BMOE_FUZZ_SCHEMAS, BMOE_FUZZ_ONLY, BMOE_FUZZ_VERBOSE');
 
   it.skipIf(process.env.BMOE_FUZZ_ONLY !== undefined)('fixed cases end in a result or one line naming the option', async () => {
-    const group = FIXED.map((f, i) => caseOf(i, 'fixed', f.schema, f.mode, { maxTokens: 2 }, 'required', model, f.name));
-    expect(await runFuzzGroup(dir, 'schemas-fixed', SEED, group, tally)).toEqual([]);
+    const group = FIXED.map((f, i) => caseOf(i, 'fixed', f.schema, f.mode, { maxTokens: 2 }, 'required', suite.model, f.name));
+    expect(await runFuzzGroup(suite.dir, 'schemas-fixed', SEED, group, suite.tally)).toEqual([]);
   }, 120_000);
 
   for (const [n, indexes] of batches(caseIndexes(COUNT), 50).entries()) {
     const limit = 60_000 + indexes.length * (3 * STEP_MS + 15_000);
     it(`cases ${indexes[0]}..${indexes[indexes.length - 1]} end in a result or one line naming the option, never a signal, a hang or 2 GiB`, async () => {
-      const group = indexes.map((i) => schemaCase(i, model));
-      expect(await runFuzzGroup(dir, `schemas-${n}`, SEED, group, tally)).toEqual([]);
+      const group = indexes.map((i) => schemaCase(i, suite.model));
+      expect(await runFuzzGroup(suite.dir, `schemas-${n}`, SEED, group, suite.tally)).toEqual([]);
     }, limit);
   }
 });

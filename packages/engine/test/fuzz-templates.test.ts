@@ -10,10 +10,10 @@
 // (those cases alone, not the fixed ones) and BMOE_FUZZ_VERBOSE=1 as in fuzz-grammar.test.ts.
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
 import { nativeBuild } from '../src/index.js';
-import { batches, caseIndexes, prepareFixture, runFuzzGroup, tallyLine, type ChildResult, type FuzzCase } from './fuzz-child.js';
+import { batches, fuzzSuite, caseIndexes, runFuzzGroup, type ChildResult, type FuzzCase } from './fuzz-child.js';
 import { caseRng, envNumber } from './fuzz-random.js';
 import { randomTemplateCase } from './fuzz-template-cases.js';
 import { CHATML, withChatTemplate } from './template-gguf.js';
@@ -96,29 +96,17 @@ async function runTemplates(dir: string, model: string, name: string, group: Tem
 }
 
 describe.runIf(nativeAvailable)(`random chat templates through loadModel() and a chat request (seed ${SEED})`, () => {
-  let dir: string;
-  let model: string;
-  const tally = new Map<string, number>();
-
-  beforeAll(async () => {
-    ({ dir, model } = await prepareFixture('bmoe-fuzz-templates-'));
-    console.log(`fuzz-templates: seed ${SEED}, ${COUNT} cases (BMOE_FUZZ_SEED, BMOE_FUZZ_TEMPLATES, BMOE_FUZZ_ONLY, BMOE_FUZZ_VERBOSE)`);
-  });
-
-  afterAll(async () => {
-    console.log(`fuzz-templates outcomes: ${tallyLine(tally)}`);
-    if (dir) await rm(dir, { recursive: true, force: true });
-  });
+  const suite = fuzzSuite('templates', SEED, COUNT, 'BMOE_FUZZ_SEED, BMOE_FUZZ_TEMPLATES, BMOE_FUZZ_ONLY, BMOE_FUZZ_VERBOSE');
 
   it.skipIf(process.env.BMOE_FUZZ_ONLY !== undefined)('fixed cases around the bounds on strings: within 2 GiB and 10 s too', async () => {
-    const group = FIXED.map((f, i) => caseOf(i, 'fixed', f.template, CONVERSATIONS[0]!, dir, f.name));
-    expect(await runTemplates(dir, model, 'templates-fixed', group, tally)).toEqual([]);
+    const group = FIXED.map((f, i) => caseOf(i, 'fixed', f.template, CONVERSATIONS[0]!, suite.dir, f.name));
+    expect(await runTemplates(suite.dir, suite.model, 'templates-fixed', group, suite.tally)).toEqual([]);
   }, 60_000 + FIXED.length * LIMIT_MS);
 
   for (const [n, indexes] of batches(caseIndexes(COUNT), 4).entries()) {
     it(`templates ${indexes.join(', ')} end in a reply or one line naming the template, never a signal, a hang or 2 GiB`, async () => {
-      const group = indexes.map((i) => templateCase(i, dir));
-      expect(await runTemplates(dir, model, `templates-${n}`, group, tally)).toEqual([]);
+      const group = indexes.map((i) => templateCase(i, suite.dir));
+      expect(await runTemplates(suite.dir, suite.model, `templates-${n}`, group, suite.tally)).toEqual([]);
     }, 60_000 + indexes.length * LIMIT_MS);
   }
 });
