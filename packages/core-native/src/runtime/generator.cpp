@@ -51,11 +51,26 @@ struct decode_timer {
 
 }  // namespace
 
-// Polled by llama.cpp's grammar (patch 0004) on this thread while a watch is armed.
+// Polled by llama.cpp's grammar (patch 0004) on this thread for the whole generation, when it
+// has a grammar; without one the watch costs nothing per token.
 struct generator::grammar_watch {
-    const std::atomic<bool> * abort    = nullptr;
-    double                    deadline = 0;  // now_ms() time
+    const std::atomic<bool> * abort;
+    const bool                active;
+    double                    deadline  = 0;  // now_ms() time
     bool                      timed_out = false;
+
+    grammar_watch(const std::atomic<bool> * abort_flag, bool has_grammar) : abort(abort_flag), active(has_grammar) {
+#ifdef BMOE_HAVE_GRAMMAR_STOP
+        if (active) llama_grammar_set_stop_callback(&grammar_watch::should_stop, this);
+#endif
+    }
+    ~grammar_watch() {
+#ifdef BMOE_HAVE_GRAMMAR_STOP
+        if (active) llama_grammar_set_stop_callback(nullptr, nullptr);
+#endif
+    }
+    grammar_watch(const grammar_watch &) = delete;
+    grammar_watch & operator=(const grammar_watch &) = delete;
 
     static bool should_stop(void * data) {
         auto * w = static_cast<grammar_watch *>(data);
@@ -66,14 +81,12 @@ struct generator::grammar_watch {
 };
 
 template <class F> bool generator::watched(grammar_watch & w, int32_t step_ms, F && f) {
+    if (!w.active) {
+        f();
+        return true;
+    }
     w.deadline  = now_ms() + step_ms;
     w.timed_out = false;
-#ifdef BMOE_HAVE_GRAMMAR_STOP
-    llama_grammar_set_stop_callback(&grammar_watch::should_stop, &w);
-    struct unset {
-        ~unset() { llama_grammar_set_stop_callback(nullptr, nullptr); }
-    } unset_on_exit;
-#endif
     try {
         f();
     } catch (const std::runtime_error & e) {
@@ -193,8 +206,7 @@ generate_result generator::run(const generate_request & req, const std::function
     const size_t n_keep = keep_cached_prefix(req.tokens);
     res.n_prompt        = (int32_t) req.tokens.size();
     res.n_prompt_reused = (int32_t) n_keep;
-    grammar_watch watch;
-    watch.abort = &abort_flag;
+    grammar_watch watch(&abort_flag, !req.sampling.grammar.gbnf.empty());
     sampler_ptr smpl;
     if (!watched(watch, req.grammar_step_ms, [&] {
             smpl = sampler_init(llama_get_model(ctx), (int32_t) llama_n_ctx(ctx), req.sampling);

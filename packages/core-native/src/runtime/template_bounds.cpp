@@ -17,7 +17,7 @@ struct template_bounds::impl {
 #endif
 };
 
-template_bounds::template_bounds(int64_t time_ms) : p(new impl) {
+template_bounds::template_bounds(int64_t time_ms) : p(std::make_unique<impl>()) {
     p->time_ms = time_ms;
 #ifdef BMOE_HAVE_JINJA_LIMITS
     // Real templates nest a few levels, take thousands of steps per message and produce the
@@ -40,7 +40,6 @@ template_bounds::~template_bounds() {
 #ifdef BMOE_HAVE_JINJA_LIMITS
     jinja::set_exec_limits(nullptr);
 #endif
-    delete p;
 }
 
 std::string template_bounds::crossed() const {

@@ -4,6 +4,7 @@
 // strings must fail with one line, not crash, hang or exhaust memory. One scope per parse/render,
 // on the thread that does it.
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -28,7 +29,7 @@ struct template_bounds {
 
   private:
     struct impl;
-    impl * p;
+    std::unique_ptr<impl> p;
 };
 
 }  // namespace bmoe
