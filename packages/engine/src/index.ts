@@ -12,7 +12,7 @@ export type {
   ToolDefinition,
 } from './messages.js';
 export { StopMatcher } from './stop.js';
-export type { Generation, GenerationResult, StopReason, TokenEvent } from './generation.js';
+export type { Generation, GenerationResult, StopReason, TokenEvent } from './running-generation.js';
 export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions } from './options.js';
 export { defaultThreads } from './options.js';
 export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo, type ModelShardInfo } from './inspect.js';

@@ -2,7 +2,7 @@
 // prefix of whatever tokens it is sent, so multi-turn chat simply resends the whole conversation.
 import type { NativeContext, NativeGenerateRequest, NativeModel } from '@bmoe/core-native';
 import { BmoeError, messageOf } from './errors.js';
-import { GenerationImpl, type Generation, type GenerationDeps, type GenerationResult } from './generation.js';
+import { GenerationImpl, type Generation, type GenerationDeps, type GenerationResult } from './running-generation.js';
 import { checkMessages, historyMessage, type ChatMessage } from './messages.js';
 import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOptions, type ResolvedLoadOptions } from './options.js';
 import { nativeGenerateParams } from './options/native.js';

@@ -1,7 +1,7 @@
 // Session and generation semantics against the scripted fake native context (no addon needed).
 import { describe, expect, it } from 'vitest';
 import { BmoeError } from '../src/errors.js';
-import type { TokenEvent } from '../src/generation.js';
+import type { TokenEvent } from '../src/running-generation.js';
 import { BOS, fakeSession, thrown } from './fake-native.js';
 
 async function collect(it: AsyncIterable<TokenEvent>): Promise<TokenEvent[]> {
