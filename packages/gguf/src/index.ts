@@ -66,7 +66,7 @@ export {
   type Tuning,
 } from './synth/presets.js';
 export { planModel, type ModelPlan, type PlanOptions, type PlannedTensor, type Fill } from './synth/plan.js';
-export { makeModel, plantedSuccessors, type MakeModelOptions, type MadeModel } from './synth/generate.js';
+export { makeModel, plantedSuccessors, type MakeModelOptions, type MadeModel } from './synth/make-model.js';
 export { routerBias, expertRanks } from './synth/fill.js';
 export { buildVocab, TokenType, type SynthVocab, type VocabStyle } from './synth/tokenizer.js';
 export { QWEN3_TEMPLATE, HARMONY_TEMPLATE, GEMMA4_TEMPLATE, QWEN35_TEMPLATE, DEEPSEEK4_TEMPLATE } from './synth/templates.js';
