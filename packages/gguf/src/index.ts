@@ -50,22 +50,21 @@ export { encodeQ6_K, decodeQ6_K, Q6_K_BLOCK_BYTES } from './quant/q6_k.js';
 export { encodeMXFP4, decodeMXFP4, MXFP4_BLOCK_BYTES, MXFP4_VALUES } from './quant/mxfp4.js';
 
 // Synthetic models.
-export {
-  getPreset,
-  listPresets,
-  presets,
-  type Arch,
-  type ArchShape,
-  type Deepseek4Shape,
-  type Gemma4Shape,
-  type GptOssShape,
-  type Preset,
-  type QuantMix,
-  type Qwen3MoeShape,
-  type Qwen35MoeShape,
-  type Tuning,
-} from './synth/presets.js';
-export { planModel, type ModelPlan, type PlanOptions, type PlannedTensor, type Fill } from './synth/plan.js';
+export { getPreset, listPresets, presets } from './synth/presets.js';
+export type {
+  Arch,
+  ArchShape,
+  Deepseek4Shape,
+  Gemma4Shape,
+  GptOssShape,
+  Preset,
+  QuantMix,
+  Qwen3MoeShape,
+  Qwen35MoeShape,
+  Tuning,
+} from './synth/preset-types.js';
+export { planModel, type ModelPlan, type PlanOptions, type PlannedTensor } from './synth/plan.js';
+export type { Fill } from './synth/drafts.js';
 export { makeModel, plantedSuccessors, type MakeModelOptions, type MadeModel } from './synth/make-model.js';
 export { routerBias, expertRanks } from './synth/fill.js';
 export { buildVocab, TokenType, type SynthVocab, type VocabStyle } from './synth/tokenizer.js';

@@ -20,7 +20,7 @@ import { GgmlType } from '../types.js';
 import type { GgufValue } from '../values.js';
 import { gv } from '../values.js';
 import { drafter, inv, type Draft } from './drafts.js';
-import type { Deepseek4Shape, Tuning } from './presets.js';
+import type { Deepseek4Shape, Tuning } from './preset-types.js';
 
 /**
  * Compression ratio of every layer: the preset's list, then alternating 4, 128. The pinned

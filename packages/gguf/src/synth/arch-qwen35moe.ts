@@ -17,7 +17,7 @@
 import type { GgufValue } from '../values.js';
 import { gv } from '../values.js';
 import { drafter, inv, type Draft } from './drafts.js';
-import type { Qwen35MoeShape, Tuning } from './presets.js';
+import type { Qwen35MoeShape, Tuning } from './preset-types.js';
 
 /**
  * Is layer il a Gated DeltaNet (recurrent) layer? llama.cpp's rule from full_attention_interval —

@@ -3,7 +3,25 @@
 // type forced by how the real file is made rather than by the quantization mix.
 
 import type { GgmlType } from '../types.js';
-import type { Fill } from './plan.js';
+
+/** How a tensor's data is produced (interpreted by fill.ts). */
+export type Fill =
+  /** every element = value (norm weights, scales) */
+  | { readonly kind: 'const'; readonly value: number }
+  /** explicit values (rope_freqs) */
+  | { readonly kind: 'values'; readonly values: readonly number[] }
+  /** random weights with this standard deviation: random quantized blocks, or gaussians for float types */
+  | { readonly kind: 'random'; readonly std: number }
+  /** token embedding: random blocks with RMS 1·scale, plus the shared direction */
+  | { readonly kind: 'embedding'; readonly rms: number }
+  /** router weight rows: random (orthogonal to the shared direction) + popularity skew */
+  | { readonly kind: 'router'; readonly layer: number; readonly std: number; readonly inputScale: number }
+  /** router bias (gpt-oss) or selection bias (deepseek4 exp_probs_b): the popularity skew × scale */
+  | { readonly kind: 'routerBias'; readonly layer: number; readonly scale?: number }
+  /** deepseek4 hash routing (I32 [k, n_vocab]): k distinct experts per token id, drawn with the skew */
+  | { readonly kind: 'hashRoute'; readonly layer: number }
+  /** the planted output head */
+  | { readonly kind: 'output' };
 
 export interface Draft {
   name: string;

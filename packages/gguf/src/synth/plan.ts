@@ -9,14 +9,13 @@
 // arch-deepseek4.ts.
 
 import { layoutGguf, type GgufLayout, type GgufTensorSpec } from '../writer.js';
-import { GgmlType } from '../types.js';
 import { gv, type GgufValue } from '../values.js';
-import type { Arch, ArchShape, Gemma4Shape, GptOssShape, Preset, QuantMix, Qwen3MoeShape, Tuning } from './presets.js';
+import type { Arch, ArchShape, Gemma4Shape, GptOssShape, Preset, QuantMix, Qwen3MoeShape, Tuning } from './preset-types.js';
 import { getPreset } from './presets.js';
 import { FILE_TYPE, isAttnVLike, isQuantMix, tensorType } from './quantmix.js';
 import { DEEPSEEK4_TEMPLATE, GEMMA4_TEMPLATE, HARMONY_TEMPLATE, QWEN35_TEMPLATE, QWEN3_TEMPLATE } from './templates.js';
 import { buildVocab, type SynthVocab, type VocabStyle } from './tokenizer.js';
-import { inv, type Draft } from './drafts.js';
+import { inv, type Draft, type Fill } from './drafts.js';
 import { qwen35moeKv, qwen35moeTensors } from './arch-qwen35moe.js';
 import { deepseek4Kv, deepseek4Tensors } from './arch-deepseek4.js';
 
@@ -35,25 +34,6 @@ export interface PlanOptions {
   /** Advanced: override some of the preset's behaviour knobs (changes the bytes). */
   readonly tuning?: Partial<Tuning>;
 }
-
-/** How a tensor's data is produced (interpreted by fill.ts). */
-export type Fill =
-  /** every element = value (norm weights, scales) */
-  | { readonly kind: 'const'; readonly value: number }
-  /** explicit values (rope_freqs) */
-  | { readonly kind: 'values'; readonly values: readonly number[] }
-  /** random weights with this standard deviation: random quantized blocks, or gaussians for float types */
-  | { readonly kind: 'random'; readonly std: number }
-  /** token embedding: random blocks with RMS 1·scale, plus the shared direction */
-  | { readonly kind: 'embedding'; readonly rms: number }
-  /** router weight rows: random (orthogonal to the shared direction) + popularity skew */
-  | { readonly kind: 'router'; readonly layer: number; readonly std: number; readonly inputScale: number }
-  /** router bias (gpt-oss) or selection bias (deepseek4 exp_probs_b): the popularity skew × scale */
-  | { readonly kind: 'routerBias'; readonly layer: number; readonly scale?: number }
-  /** deepseek4 hash routing (I32 [k, n_vocab]): k distinct experts per token id, drawn with the skew */
-  | { readonly kind: 'hashRoute'; readonly layer: number }
-  /** the planted output head */
-  | { readonly kind: 'output' };
 
 export interface PlannedTensor extends GgufTensorSpec {
   readonly fill: Fill;
@@ -381,5 +361,3 @@ export function planModel(opts: PlanOptions, path?: string): ModelPlan {
   const layout = layoutGguf({ kv, tensors }, path ?? `<planned ${preset.name}>`);
   return { preset, shape, quant, seed, routerSkew, vocab, tensors, layout };
 }
-
-export { GgmlType };

@@ -5,7 +5,7 @@
 // and small `mini-*` variants for tests (`tiny-<arch>` names belong to llama.cpp's fixtures).
 // Every number says where it comes from; what could not be checked is in `notes`.
 
-import type { Deepseek4Shape, Preset, Qwen35MoeShape, Tuning } from './presets.js';
+import type { Deepseek4Shape, Preset, Qwen35MoeShape, Tuning } from './preset-types.js';
 
 // Tuned with llama-completion on the pinned llama.cpp (greedy, "The quick brown fox", seeds 1–5):
 // the text keeps moving, and running one routed expert fewer (qwen35moe) or routing differently

@@ -17,7 +17,7 @@
 // (Q4_K → Q5_0, Q6_K → Q8_0, then F16).
 
 import { GgmlType, ggmlType } from '../types.js';
-import type { QuantMix } from './presets.js';
+import type { QuantMix } from './preset-types.js';
 
 /** llama_ftype value stored in general.file_type for each mix (informational). */
 export const FILE_TYPE: Readonly<Record<QuantMix, number>> = {
