@@ -22,9 +22,46 @@
 //   the template, V4's by "tool_calls" without "function_calls".
 // The templates are kept whitespace-tight ({%- -%}) so their output is exactly the format.
 
+// Pieces several templates share, spliced in as ${…} where the formats do the same thing.
+
+/** ChatML: sys.text = the first message's content when it is a system message. */
+const CHATML_SYSTEM = String.raw`{%- set sys = namespace(text='') -%}
+{%- if messages and messages[0].role == 'system' -%}{%- set sys.text = messages[0].content -%}{%- endif -%}`;
+
+/** turn.last_user = the index of the last user message (reasoning is replayed only after it). */
+const LAST_USER_TURN = String.raw`{%- set turn = namespace(last_user=-1) -%}
+{%- for m in messages -%}{%- if m.role == 'user' -%}{%- set turn.last_user = loop.index0 -%}{%- endif -%}{%- endfor -%}`;
+
+/**
+ * ChatML's message loop up to an assistant turn's reasoning: user messages (and system messages
+ * after the first) as they are; for an assistant message, body.text is its content and
+ * body.thought its reasoning_content, or else what the content holds between <think> and
+ * </think> (each template then strips that from body.text its own way and renders the turn).
+ */
+const CHATML_TURNS_OPEN = String.raw`{%- for m in messages -%}
+{%- if m.role == 'user' or (m.role == 'system' and not loop.first) -%}
+{{- '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' -}}
+{%- elif m.role == 'assistant' -%}
+{%- set body = namespace(text=(m.content if m.content is string else ''), thought='') -%}
+{%- if m.reasoning_content is string -%}
+{%- set body.thought = m.reasoning_content -%}
+{%- elif '</think>' in body.text -%}
+{%- set body.thought = body.text.split('</think>')[0].split('<think>')[-1] -%}`;
+
+/**
+ * ChatML's message loop from the end of an assistant turn: <|im_end|>, then tool results, each
+ * run of them in one user turn of <tool_response> blocks.
+ */
+const CHATML_TURNS_CLOSE = String.raw`{{- '<|im_end|>\n' -}}
+{%- elif m.role == 'tool' -%}
+{%- if loop.first or messages[loop.index0 - 1].role != 'tool' -%}{{- '<|im_start|>user' -}}{%- endif -%}
+{{- '\n<tool_response>\n' + m.content + '\n</tool_response>' -}}
+{%- if loop.last or messages[loop.index0 + 1].role != 'tool' -%}{{- '<|im_end|>\n' -}}{%- endif -%}
+{%- endif -%}
+{%- endfor -%}`;
+
 export const QWEN3_TEMPLATE = String.raw`{#- ChatML conversation with optional <think> reasoning (bmoe synthetic qwen3moe). -#}
-{%- set sys = namespace(text='') -%}
-{%- if messages and messages[0].role == 'system' -%}{%- set sys.text = messages[0].content -%}{%- endif -%}
+${CHATML_SYSTEM}
 {%- if tools -%}
 {{- '<|im_start|>system\n' -}}
 {%- if sys.text -%}{{- sys.text + '\n\n' -}}{%- endif -%}
@@ -35,17 +72,8 @@ export const QWEN3_TEMPLATE = String.raw`{#- ChatML conversation with optional <
 {{- '<|im_start|>system\n' + sys.text + '<|im_end|>\n' -}}
 {%- endif -%}
 {#- Reasoning is replayed only for assistant turns after the last user turn. -#}
-{%- set turn = namespace(last_user=-1) -%}
-{%- for m in messages -%}{%- if m.role == 'user' -%}{%- set turn.last_user = loop.index0 -%}{%- endif -%}{%- endfor -%}
-{%- for m in messages -%}
-{%- if m.role == 'user' or (m.role == 'system' and not loop.first) -%}
-{{- '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' -}}
-{%- elif m.role == 'assistant' -%}
-{%- set body = namespace(text=(m.content if m.content is string else ''), thought='') -%}
-{%- if m.reasoning_content is string -%}
-{%- set body.thought = m.reasoning_content -%}
-{%- elif '</think>' in body.text -%}
-{%- set body.thought = body.text.split('</think>')[0].split('<think>')[-1] -%}
+${LAST_USER_TURN}
+${CHATML_TURNS_OPEN}
 {%- set body.text = body.text.split('</think>')[-1] -%}
 {%- endif -%}
 {{- '<|im_start|>assistant\n' -}}
@@ -62,13 +90,7 @@ export const QWEN3_TEMPLATE = String.raw`{#- ChatML conversation with optional <
 {{- '}\n</tool_call>' -}}
 {%- endfor -%}
 {%- endif -%}
-{{- '<|im_end|>\n' -}}
-{%- elif m.role == 'tool' -%}
-{%- if loop.first or messages[loop.index0 - 1].role != 'tool' -%}{{- '<|im_start|>user' -}}{%- endif -%}
-{{- '\n<tool_response>\n' + m.content + '\n</tool_response>' -}}
-{%- if loop.last or messages[loop.index0 + 1].role != 'tool' -%}{{- '<|im_end|>\n' -}}{%- endif -%}
-{%- endif -%}
-{%- endfor -%}
+${CHATML_TURNS_CLOSE}
 {%- if add_generation_prompt -%}
 {{- '<|im_start|>assistant\n' -}}
 {%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\n\n</think>\n\n' -}}{%- endif -%}
@@ -94,8 +116,7 @@ export const HARMONY_TEMPLATE = String.raw`{#- Harmony-format conversation (bmoe
 {%- endif -%}
 {{- '<|end|>' -}}
 {%- endif -%}
-{%- set turn = namespace(last_user=-1) -%}
-{%- for m in messages -%}{%- if m.role == 'user' -%}{%- set turn.last_user = loop.index0 -%}{%- endif -%}{%- endfor -%}
+${LAST_USER_TURN}
 {%- for m in messages -%}
 {%- if loop.index0 < skip.first -%}
 {%- elif m.role == 'user' -%}
@@ -181,8 +202,7 @@ export const GEMMA4_TEMPLATE = String.raw`{#- Gemma 4 style turns (bmoe syntheti
 
 
 export const QWEN35_TEMPLATE = String.raw`{#- Qwen3.5-style ChatML with <think> reasoning and XML tool calls (bmoe synthetic qwen35moe). -#}
-{%- set sys = namespace(text='') -%}
-{%- if messages and messages[0].role == 'system' -%}{%- set sys.text = messages[0].content -%}{%- endif -%}
+${CHATML_SYSTEM}
 {%- if tools -%}
 {{- '<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>' -}}
 {%- for tool in tools -%}{{- '\n' + (tool | tojson) -}}{%- endfor -%}
@@ -192,17 +212,8 @@ export const QWEN35_TEMPLATE = String.raw`{#- Qwen3.5-style ChatML with <think> 
 {%- elif sys.text -%}
 {{- '<|im_start|>system\n' + sys.text + '<|im_end|>\n' -}}
 {%- endif -%}
-{%- set turn = namespace(last_user=-1) -%}
-{%- for m in messages -%}{%- if m.role == 'user' -%}{%- set turn.last_user = loop.index0 -%}{%- endif -%}{%- endfor -%}
-{%- for m in messages -%}
-{%- if m.role == 'user' or (m.role == 'system' and not loop.first) -%}
-{{- '<|im_start|>' + m.role + '\n' + m.content + '<|im_end|>\n' -}}
-{%- elif m.role == 'assistant' -%}
-{%- set body = namespace(text=(m.content if m.content is string else ''), thought='') -%}
-{%- if m.reasoning_content is string -%}
-{%- set body.thought = m.reasoning_content -%}
-{%- elif '</think>' in body.text -%}
-{%- set body.thought = body.text.split('</think>')[0].split('<think>')[-1] -%}
+${LAST_USER_TURN}
+${CHATML_TURNS_OPEN}
 {%- set body.text = body.text.split('</think>')[-1].lstrip('\n') -%}
 {%- endif -%}
 {{- '<|im_start|>assistant\n' -}}
@@ -221,13 +232,7 @@ export const QWEN35_TEMPLATE = String.raw`{#- Qwen3.5-style ChatML with <think> 
 {{- '</function>\n</tool_call>' -}}
 {%- endfor -%}
 {%- endif -%}
-{{- '<|im_end|>\n' -}}
-{%- elif m.role == 'tool' -%}
-{%- if loop.first or messages[loop.index0 - 1].role != 'tool' -%}{{- '<|im_start|>user' -}}{%- endif -%}
-{{- '\n<tool_response>\n' + m.content + '\n</tool_response>' -}}
-{%- if loop.last or messages[loop.index0 + 1].role != 'tool' -%}{{- '<|im_end|>\n' -}}{%- endif -%}
-{%- endif -%}
-{%- endfor -%}
+${CHATML_TURNS_CLOSE}
 {%- if add_generation_prompt -%}
 {{- '<|im_start|>assistant\n' -}}
 {%- if enable_thinking is defined and enable_thinking is false -%}{{- '<think>\n\n</think>\n\n' -}}{%- else -%}{{- '<think>\n' -}}{%- endif -%}
