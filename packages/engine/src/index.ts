@@ -44,4 +44,4 @@ export {
   type SettingsMode,
 } from './settings.js';
 export { BmoeError, type BmoeErrorCode } from './errors.js';
-export * from './metrics.js';
+export * from './metrics/index.js';

@@ -26,7 +26,7 @@ function importGraph(entry: string): { files: Set<string>; packages: Set<string>
 
 describe('@bmoe/engine/metrics', () => {
   it('imports neither the native addon nor the GGUF reader', () => {
-    const { packages, files } = importGraph(join(SRC, 'metrics.ts'));
+    const { packages, files } = importGraph(join(SRC, 'metrics', 'index.ts'));
     expect(files.size).toBeGreaterThan(3);
     expect([...packages].filter((p) => p.startsWith('@bmoe/'))).toEqual([]);
     expect([...packages].sort()).toEqual(['csv-parse/sync', 'csv-stringify/sync', 'zod']);

@@ -17,7 +17,7 @@ import {
   parseMoePrefetchLine,
   parseMoeStreamLine,
   summarize,
-} from '../src/metrics.js';
+} from '../src/metrics/index.js';
 import { rec } from './helpers.js';
 
 /** What auto compares when overlap and route-ahead are both auto, in probe order. */

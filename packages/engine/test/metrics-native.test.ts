@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { COLUMNS, camelCase } from '../src/metrics.js';
+import { COLUMNS, camelCase } from '../src/metrics/index.js';
 
 const CORE_NATIVE = fileURLToPath(new URL('../../core-native/', import.meta.url));
 

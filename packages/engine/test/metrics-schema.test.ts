@@ -13,7 +13,7 @@ import {
   prometheusUpdates,
   toCsv,
   tokenMetricsSchema,
-} from '../src/metrics.js';
+} from '../src/metrics/index.js';
 import { rec } from './helpers.js';
 
 const SPEC_COLUMNS =

@@ -1,6 +1,6 @@
 // The server's own metric names live in the same table as the per-token ones (one name, one home).
 import { describe, expect, it } from 'vitest';
-import { LATENCY_BUCKETS_SECONDS, PROMETHEUS_METRICS } from '../src/metrics.js';
+import { LATENCY_BUCKETS_SECONDS, PROMETHEUS_METRICS } from '../src/metrics/index.js';
 
 describe('server metrics in PROMETHEUS_METRICS', () => {
   const byName = new Map(PROMETHEUS_METRICS.map((m) => [m.name, m]));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MiB, percentile, runSummarySchema, summarize } from '../src/metrics.js';
+import { MiB, percentile, runSummarySchema, summarize } from '../src/metrics/index.js';
 import { rec } from './helpers.js';
 
 describe('summarize', () => {
