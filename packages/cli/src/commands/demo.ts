@@ -24,7 +24,7 @@ export function registerDemo(program: Command, ctx: CliContext): void {
     .addOption(tableOption('maxTokens', { defaultText: '64' }))
     .action(async (flags: { model?: string; nPredict?: number }) => {
       const { inspectModel } = await import('@bmoe/engine');
-      const { runGeneration } = await import('../generate.js');
+      const { runGeneration } = await import('../run-loop.js');
       const path = flags.model ?? (await ensureDemoModel());
       const info = await inspectModel(path);
       const n = flags.nPredict ?? 64;

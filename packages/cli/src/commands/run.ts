@@ -45,7 +45,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
     // The settings rule: streaming or resident, cache, lanes, threads (the flags given win).
     const { path, settings } = await modelAndSettings(this, model, flags);
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
-    const { runGeneration } = await import('../generate.js');
+    const { runGeneration } = await import('../run-loop.js');
     ctx.exitCode = await runGeneration({
       model: path,
       prompt: flags.prompt,
