@@ -4,7 +4,7 @@ import type { NativeGenerateResult, NativeTokenEvent } from '@bmoe/core-native';
 import { BmoeError, messageOf } from './errors.js';
 import { MessageStream, type ChatParser } from './message-stream.js';
 import type { AssistantMessage, MessageDelta } from './messages.js';
-import type { TokenMetrics } from './metrics/fields.js';
+import type { TokenMetrics } from './metrics/columns.js';
 import { summarize, type DecodeState, type RunSummary } from './metrics/summary.js';
 import { AsyncQueue } from './queue.js';
 import { readMemAvailableBytes } from './system.js';

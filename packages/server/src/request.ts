@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ChatMessage, GenerateOptions, ToolChoice } from '@bmoe/engine';
 import type { ServerCore } from './core.js';
-import type { MessageBody } from './fields.js';
+import type { MessageBody } from './request-fields.js';
 import { NATIVE_MAX_COUNT, checkPrompt } from './limits.js';
 import type { GenerationSpec } from './respond.js';
 import type { ChatCompletionBody, CompletionBody } from './schemas.js';

@@ -29,9 +29,9 @@ import {
   topK,
   topP,
   unsupported,
-} from './fields.js';
+} from './request-fields.js';
 
-export { MAX_STOP_CHARS, MAX_TOOLS } from './fields.js';
+export { MAX_STOP_CHARS, MAX_TOOLS } from './request-fields.js';
 
 const isEmptyObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
 

@@ -5,7 +5,7 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import type { z } from 'zod';
 import { ApiError, badRequest, paramName } from './errors.js';
-import { UNSUPPORTED } from './fields.js';
+import { UNSUPPORTED } from './request-fields.js';
 
 export const zodValidator: FastifySchemaCompiler<z.ZodType> = ({ schema }) => {
   return (data: unknown) => {

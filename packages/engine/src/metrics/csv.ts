@@ -3,7 +3,7 @@
 import { parse } from 'csv-parse/sync';
 import { stringify } from 'csv-stringify/sync';
 import { BmoeError } from '../errors.js';
-import { COLUMNS, CSV_COLUMNS, tokenMetricsSchema, type TokenMetrics } from './fields.js';
+import { COLUMNS, CSV_COLUMNS, tokenMetricsSchema, type TokenMetrics } from './columns.js';
 
 /** Milliseconds are written with microsecond resolution: finer digits are timer noise. */
 const MS_DECIMALS = 3;

@@ -1,7 +1,7 @@
 // `@bmoe/engine/metrics`: the one metrics schema. Imports nothing native, so the bench and the
 // server can read and write metrics without loading the C++ addon. Each module of this folder is
 // public as a whole: what it exports is the schema's (no second list of names to keep in step).
-export * from './fields.js';
+export * from './columns.js';
 export * from './csv.js';
 export * from './summary.js';
 export * from './lines.js';

@@ -2,7 +2,7 @@
 // (prometheusName): milliseconds become seconds, per-token deltas `_total` counters, gauges keep
 // the last value. Every non-id column of COLUMNS has exactly one metric here (tested). The
 // server's own measurements (queue, requests, latency) are named here too, so every name has one home.
-import { COLUMNS, snakeCase, type ColumnDef, type FieldKind, type TokenMetrics } from './fields.js';
+import { COLUMNS, snakeCase, type ColumnDef, type FieldKind, type TokenMetrics } from './columns.js';
 
 export interface PrometheusMetric {
   readonly name: string;

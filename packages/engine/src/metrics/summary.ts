@@ -4,7 +4,7 @@
 // The first token comes out of the prompt evaluation, so its record carries the prompt's
 // counters: decode statistics use records 1…N−1, as llama.cpp's own eval timings do.
 import { z } from 'zod';
-import type { TokenMetrics } from './fields.js';
+import type { TokenMetrics } from './columns.js';
 
 export const MiB = 1024 * 1024;
 
