@@ -1,13 +1,12 @@
 // @bmoe/cli: `main(argv)` runs the bmoe command line and resolves to its exit code.
 // Exit codes: 0 ok, 1 failure (one line `bmoe: error: ...`), 2 usage error, 130 interrupted.
 import { CommanderError } from 'commander';
-import { flagMessage } from './option-names.js';
-import type { CliContext } from './context.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CliContext } from './context.js';
 import { buildProgram } from './program.js';
+import { reportError } from './report-error.js';
 
-export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
+export { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE } from './context.js';
+export { reportError } from './report-error.js';
 
 /** Runs the CLI on `argv` (the user's arguments, without `node` and the script path). */
 export async function main(argv: readonly string[]): Promise<number> {
@@ -27,14 +26,6 @@ export async function main(argv: readonly string[]): Promise<number> {
     reportError(err);
     return EXIT_FAILURE;
   }
-}
-
-/** One line on stderr; the stack only with BMOE_DEBUG=1. */
-export function reportError(err: unknown): void {
-  // Option errors from the engine: speak in flags.
-  const message = flagMessage(err) ?? (err instanceof Error ? err.message : String(err));
-  process.stderr.write(`bmoe: error: ${message.replace(/\s*\n\s*/g, ' ').trim()}\n`);
-  if (process.env.BMOE_DEBUG === '1' && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
 }
 
 export { findLlamaTool, runLlamaCompletion, stripCompletionOutput, type LlamaCompletionOptions } from './llama-tools.js';

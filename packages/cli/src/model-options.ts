@@ -16,6 +16,7 @@ import {
   type OptionKey,
   type OptionRow,
 } from '@bmoe/engine/options';
+import { usageError } from './context.js';
 import { parserFor } from './parse.js';
 
 /** The parsed flags of a command (commander's `opts()`), by attribute name. */
@@ -109,10 +110,6 @@ function givenRows(cmd: Command, flags: ModelFlags, groups: readonly OptionGroup
   return out;
 }
 
-function usage(cmd: Command, message: string): never {
-  return cmd.error(`error: ${message}`, { exitCode: 2, code: 'bmoe.usage' });
-}
-
 /**
  * The flags as LoadOptions; a streaming flag without --moe-stream (or with --no-moe-stream) is a
  * usage error (exit 2). --no-moe-stream gives `stream: { moeStream: false }`; neither flag gives
@@ -127,14 +124,14 @@ export function loadOptions(cmd: Command, flags: ModelFlags): LoadOptions {
   const stray = stream.find(([row]) => row !== moeStream);
   if (asked?.[1] !== true) {
     // A boolean is named by the flag given ('--no-route-ahead'), a value flag without its value.
-    if (stray) usage(cmd, `${flagName(stray[0], stray[0].value.type === 'bool' ? stray[1] : undefined)} requires ${flagName(moeStream, true)}`);
+    if (stray) usageError(cmd, `${flagName(stray[0], stray[0].value.type === 'bool' ? stray[1] : undefined)} requires ${flagName(moeStream, true)}`);
     if (asked) setPath(load, moeStream.key, false);
     return load as LoadOptions;
   }
   for (const [row, value] of stream) setPath(load, row.key, value);
   const s = (load as LoadOptions).stream;
   if (s?.cacheCeilMb !== undefined && s.cacheMb !== 'auto') {
-    usage(cmd, `${flagName(optionRow('stream.cacheCeilMb'))} applies only to ${flagName(optionRow('stream.cacheMb'), 'auto')}`);
+    usageError(cmd, `${flagName(optionRow('stream.cacheCeilMb'))} applies only to ${flagName(optionRow('stream.cacheMb'), 'auto')}`);
   }
   return load as LoadOptions;
 }

@@ -7,7 +7,7 @@ import { BmoeError, loadModel, type GenerateOptions, type GenerationResult, type
 import { endOfRunLineOptions, formatEndOfRunLines } from '@bmoe/engine/metrics';
 import { EXIT_INTERRUPTED } from '../context.js';
 import { formatBytes } from '../format.js';
-import { reportError } from '../index.js';
+import { reportError } from '../report-error.js';
 import { PipedInput, TtyInput, type ChatInput } from './input.js';
 import { streamReply, type ReplyView } from './reply.js';
 import { StatusLine } from './status.js';

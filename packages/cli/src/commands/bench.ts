@@ -6,7 +6,7 @@
 // rows and servers with.
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
-import type { CliContext } from '../context.js';
+import { EXIT_USAGE, type CliContext } from '../context.js';
 import { resolveModelFlags } from '../hub/index.js';
 
 type Bench = typeof import('@bmoe/bench');
@@ -40,7 +40,7 @@ export function registerBench(program: Command, ctx: CliContext): void {
       const bench = await importBench();
       if (bench === undefined) {
         process.stderr.write(`${BENCH_MISSING}\n`);
-        ctx.exitCode = 2;
+        ctx.exitCode = EXIT_USAGE;
         return;
       }
       const { registerBenchCommands, CgroupError, ConfigError, AnalyzeError } = bench;
@@ -57,7 +57,7 @@ export function registerBench(program: Command, ctx: CliContext): void {
       } catch (e) {
         if (e instanceof CgroupError || e instanceof ConfigError || e instanceof AnalyzeError) {
           process.stderr.write(`bmoe: error: ${e.message}\n`);
-          ctx.exitCode = 2;
+          ctx.exitCode = EXIT_USAGE;
           return;
         }
         throw e;

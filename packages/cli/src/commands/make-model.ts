@@ -1,7 +1,7 @@
 // `bmoe make-model --preset NAME --out FILE`: a synthetic GGUF that llama.cpp loads and runs,
 // written streaming (files larger than RAM are fine), deterministic for the same arguments.
 import type { Command } from 'commander';
-import { EXIT_INTERRUPTED, type CliContext } from '../context.js';
+import { EXIT_INTERRUPTED, usageError, type CliContext } from '../context.js';
 import { formatBytes, table } from '../format.js';
 import type { MadeModel } from '../make.js';
 import { nonNegativeNumber, positiveInt, uint32 } from '../parse.js';
@@ -37,13 +37,13 @@ export function registerMakeModel(program: Command, ctx: CliContext): void {
         return;
       }
       if (!flags.preset || !flags.out) {
-        this.error(`error: make-model needs --preset and --out (or --list)`, { exitCode: 2, code: 'bmoe.usage' });
+        usageError(this, `make-model needs --preset and --out (or --list)`);
       }
       const { listPresets, parseSplitSize } = await import('@bmoe/gguf');
       if (flags.preset.startsWith('tiny-') && !listPresets().some((p) => p.name === flags.preset)) {
         // Any other MoE architecture of the pinned llama.cpp, from its own fixture writer.
         for (const [flag, v] of [['--layers', flags.layers], ['--quant', flags.quant], ['--seed', flags.seed], ['--router-skew', flags.routerSkew], ['--split-max-size', flags.splitMaxSize]] as const) {
-          if (v !== undefined) this.error(`error: ${flag} does not apply to ${flags.preset} (llama.cpp's fixture of that architecture)`, { exitCode: 2, code: 'bmoe.usage' });
+          if (v !== undefined) usageError(this, `${flag} does not apply to ${flags.preset} (llama.cpp's fixture of that architecture)`);
         }
         const { makeArchFixture } = await import('../arch-fixture.js');
         const made = await makeArchFixture(flags.preset.slice('tiny-'.length), flags.out);
@@ -59,7 +59,7 @@ export function registerMakeModel(program: Command, ctx: CliContext): void {
       try {
         splitMaxBytes = flags.splitMaxSize === undefined ? undefined : parseSplitSize(flags.splitMaxSize);
       } catch (err) {
-        this.error(`error: option '--split-max-size <N>' argument '${flags.splitMaxSize}' is invalid. ${(err as Error).message}`, { exitCode: 2, code: 'bmoe.usage' });
+        usageError(this, `option '--split-max-size <N>' argument '${flags.splitMaxSize}' is invalid. ${(err as Error).message}`);
       }
       const { makeWithProgress } = await import('../make.js');
       const ac = new AbortController();
