@@ -74,6 +74,11 @@ function addRows(cmd: Command, keys: readonly OptionKey[]): Command {
   return cmd;
 }
 
+/** A command on one MODEL (`run`, `chat`, `serve`): a GGUF file, or a hub reference pulled first. */
+export function modelCommand(program: Command, name: string, description: string): Command {
+  return program.command(name).description(description).argument('<model>', 'GGUF model file, or hf:owner/repo[:QUANT] / an https URL (pulled first)');
+}
+
 /** Adds the context flags (-t, -c, -b, --ubatch-size) to a command. */
 export function addContextOptions(cmd: Command): Command {
   return addRows(cmd, flagged(['context']));
@@ -89,8 +94,13 @@ export function addStreamingOptions(cmd: Command): Command {
   return addRows(cmd, [...flagged(['model']).filter((k) => k !== 'repack'), ...flagged(['stream'])]);
 }
 
-/** The sampling rows after --seed, in llama.cpp's order: --min-p and the repeat, presence and frequency penalties. */
-export const PENALTY_KEYS = ['minP', 'repeatPenalty', 'repeatLastN', 'presencePenalty', 'frequencyPenalty'] as const satisfies readonly OptionKey[];
+/**
+ * The sampling flags of `run` and `chat`, in llama.cpp's order: --temp, --top-k, --top-p, --seed,
+ * --min-p, the repeat, presence and frequency penalties, then --context-shift.
+ */
+export const SAMPLING_KEYS = [
+  'temperature', 'topK', 'topP', 'seed', 'minP', 'repeatPenalty', 'repeatLastN', 'presencePenalty', 'frequencyPenalty', 'contextShift',
+] as const satisfies readonly OptionKey[];
 
 /** Adds the generation flags of `keys` (-n, --temp, ...) to a command, in the order given. */
 export function addGenerateOptions(cmd: Command, keys: readonly OptionKey[]): Command {
@@ -149,15 +159,15 @@ export async function chooseLoad(model: string, given: LoadOptions): Promise<Cho
 
 /**
  * What `run` and `chat` do before loading: MODEL resolved (a path, or a hub REF pulled first), the
- * settings rule applied to the flags given, and its one line on stderr.
+ * settings rule applied to the flags given (its one line on stderr), and the generation flags given.
  */
-export async function modelAndSettings(cmd: Command, model: string, flags: ModelFlags): Promise<{ path: string; settings: ChosenSettings }> {
+export async function prepareGeneration(cmd: Command, model: string, flags: ModelFlags): Promise<{ path: string; load: LoadOptions; generate: GenerateOptions }> {
   const given = loadOptions(cmd, flags);
   const { resolveModelArg } = await import('./hub/index.js');
   const path = await resolveModelArg(model);
   const settings = await chooseLoad(path, given);
   process.stderr.write(`${settingsLine(settings)}\n`);
-  return { path, settings };
+  return { path, load: settings.load, generate: generateOptions(cmd, flags) };
 }
 
 /** The one stderr line saying what was chosen and why: `bmoe: streaming experts (…), cache auto ≤ 772 MiB, 4 read lanes, 2 threads`. */

@@ -3,17 +3,7 @@
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { addConstraintOptions, constraintOptions, type ConstraintFlags } from '../constraint-flags.js';
-import {
-  addContextOptions,
-  addGenerateOptions,
-  addStreamingOptions,
-  cliOption,
-  generateOptions,
-  modelAndSettings,
-  tableOption,
-  PENALTY_KEYS,
-  type ModelFlags,
-} from '../model-options.js';
+import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, modelCommand, prepareGeneration, SAMPLING_KEYS, tableOption, type ModelFlags } from '../model-options.js';
 
 interface RunFlags extends ModelFlags, ConstraintFlags {
   prompt: string;
@@ -26,14 +16,11 @@ interface RunFlags extends ModelFlags, ConstraintFlags {
 
 /** The `bmoe run` command: its flags in help (and README) order, the engine's from the option table. */
 export function runCommand(program: Command): Command {
-  const run = program
-    .command('run')
-    .description('generate text from a GGUF model (raw prompt by default, like llama-completion -no-cnv)')
-    .argument('<model>', 'GGUF model file, or hf:owner/repo[:QUANT] / an https URL (pulled first)')
+  const run = modelCommand(program, 'run', 'generate text from a GGUF model (raw prompt by default, like llama-completion -no-cnv)')
     .addOption(cliOption('-p, --prompt <text>', 'prompt text', 'required').makeOptionMandatory())
     .addOption(tableOption('maxTokens'));
   addContextOptions(run).addOption(cliOption('--chat', "format the prompt as one user message with the GGUF's chat template", 'raw prompt'));
-  addGenerateOptions(run, ['chatml', 'think', 'temperature', 'topK', 'topP', 'seed', ...PENALTY_KEYS, 'contextShift']);
+  addGenerateOptions(run, ['chatml', 'think', ...SAMPLING_KEYS]);
   addConstraintOptions(run)
     .addOption(cliOption('--csv <file>', 'write one row of per-token metrics per token to this CSV file'))
     .addOption(cliOption('--json', 'print one JSON event per line instead of plain text'));
@@ -43,7 +30,7 @@ export function runCommand(program: Command): Command {
 export function registerRun(program: Command, ctx: CliContext): void {
   runCommand(program).action(async function (this: Command, model: string, flags: RunFlags) {
     // The settings rule: streaming or resident, cache, lanes, threads (the flags given win).
-    const { path, settings } = await modelAndSettings(this, model, flags);
+    const { path, load, generate } = await prepareGeneration(this, model, flags);
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
     const { runGeneration } = await import('../run-loop.js');
     ctx.exitCode = await runGeneration({
@@ -51,8 +38,8 @@ export function registerRun(program: Command, ctx: CliContext): void {
       prompt: flags.prompt,
       // --chatml and --no-think imply --chat.
       chat: Boolean(flags.chat || flags.chatml || !flags.think),
-      load: settings.load,
-      generate: { ...generateOptions(this, flags), ...constraintOptions(flags) },
+      load,
+      generate: { ...generate, ...constraintOptions(flags) },
       csv: flags.csv,
       json: Boolean(flags.json),
     });

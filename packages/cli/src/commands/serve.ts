@@ -7,7 +7,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
 import { formatBytes } from '../format.js';
-import { addContextOptions, addStreamingOptions, chooseLoad, loadOptions, settingsLine, type ModelFlags } from '../model-options.js';
+import { addContextOptions, addStreamingOptions, chooseLoad, loadOptions, modelCommand, settingsLine, type ModelFlags } from '../model-options.js';
 import { intRange, nonNegativeInt } from '../parse.js';
 
 interface ServeFlags extends ModelFlags {
@@ -72,10 +72,7 @@ function endBySignal(signal: NodeJS.Signals, why: string): void {
 }
 
 export function registerServe(program: Command, ctx: CliContext): void {
-  const serve = program
-    .command('serve')
-    .description('serve a GGUF model over an OpenAI-compatible HTTP API (streamed tokens, live metrics, /metrics)')
-    .argument('<model>', 'GGUF model file, or hf:owner/repo[:QUANT] / an https URL (pulled first)')
+  const serve = modelCommand(program, 'serve', 'serve a GGUF model over an OpenAI-compatible HTTP API (streamed tokens, live metrics, /metrics)')
     .option('--host <addr>', 'address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)')
     .option('--allowed-hosts <names>', 'Host names to answer besides localhost, 127.0.0.1, [::1] and --host (comma-separated; .example.lan = a domain and its subdomains); others get 403', hostList)
     .option('--port <N>', 'TCP port; 0 = any free port (default 8080)', intRange(0, 65535))
