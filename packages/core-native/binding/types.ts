@@ -1,5 +1,30 @@
 // The shape of the Node-API addon (src/addon/*.cpp). Everything crossing the boundary is plain
 // data: numbers, strings, typed arrays, plain objects. `@bmoe/engine` wraps this in the public API.
+// The parameter objects' fields, the stream info and the metrics columns are generated from the
+// contract (contract/*.mjs → binding/contract.ts); what is typed here travels beside them.
+import type {
+  NativeChatFormat,
+  NativeContextParams,
+  NativeGenerateFields,
+  NativeLogitBias,
+  NativeModelFields,
+  NativeProbeArm,
+  NativeSamplingFields,
+  NativeStreamInfo,
+  NativeStreamParams,
+} from './contract.js';
+
+export type {
+  NativeChatFormat,
+  NativeContextParams,
+  NativeGenerateFields,
+  NativeLogitBias,
+  NativeModelFields,
+  NativeProbeArm,
+  NativeSamplingFields,
+  NativeStreamInfo,
+  NativeStreamParams,
+};
 
 /** A GGUF metadata override, as llama.cpp's `--override-kv`. */
 export interface NativeKvOverride {
@@ -8,81 +33,14 @@ export interface NativeKvOverride {
   value: number | boolean | string;
 }
 
-/**
- * Expert streaming (`--moe-stream`); present = on. Every key is a row of @bmoe/engine's option
- * table (options/table.ts), which holds its flag, range and default (`nativeBounds()`, tested
- * against the addon's readers): they are not repeated here.
- */
-export interface NativeStreamParams {
-  cacheMb: number | 'auto';
-  cacheCeilMb?: number;
-  ioThreads?: number;
-  /**
-   * true forces overlapped reads (needs patch 0002: see buildInfo().overlapSupported), false
-   * forces serial; 'auto' or absent: measured together with routeAhead (stream/decode_choice.h):
-   * the streamer times one-token decodes in every allowed combination of overlap and route-ahead,
-   * round robin (3 to 12 each, as the noise needs), keeps the one with the lowest median (within
-   * 2 % the simpler wins), and
-   * measures again every 128 tokens. Without patch 0002, auto is serial.
-   */
-  overlap?: boolean | 'auto';
-  prefetch?: number;
-  /**
-   * true forces route-ahead reads, false forbids them; 'auto' or absent: measured with overlap
-   * (see overlap): used only where that combination is faster.
-   */
-  routeAhead?: boolean | 'auto';
-  odirect?: boolean;
-  denseWeights?: 'mmap' | 'anon';
-  forceCache?: boolean;
-}
 
-/** One combination auto compares, and its median at the last probe. */
-export interface NativeProbeArm {
-  overlap: boolean;
-  routeAhead: boolean;
-  /** Median wall time of a one-token decode in this combination in the current or last probe (updated each round), ms; 0 before the first round ended. */
-  medianMs: number;
-  /** One-token decodes behind `medianMs` (a clearly slower combination leaves the probe after 3; close ones are timed longer). */
-  timed: number;
-}
 
-/** What the streamer resolved at load, and its decode state when asked (it changes as auto probes). */
-export interface NativeStreamInfo {
-  budgetBytes: number;
-  configuredSlots: number;
-  workingSetBytes: number;
-  expertBytes: number;
-  denseBytes: number;
-  topK: number;
-  ioThreads: number;
-  /** Overlap in force now: forced on, or what auto chose at its last probe (the simplest combination before one ended). */
-  overlap: boolean;
-  /** What was asked: 'on' (overlap: true), 'off' (false) or 'auto' (measured). */
-  overlapMode: 'on' | 'off' | 'auto';
-  /** Route-ahead in force now: forced on, or what auto chose at its last probe (as overlap). */
-  routeAhead: boolean;
-  /** What was asked: 'on' (routeAhead: true), 'off' (false) or 'auto' (measured). */
-  routeAheadMode: 'on' | 'off' | 'auto';
-  /**
-   * Every combination auto compares, in probe order (serial, overlap, route-ahead, overlap +
-   * route-ahead, those allowed); empty when neither overlap nor route-ahead is auto.
-   */
-  probe: NativeProbeArm[];
-  warning: string;
-  totalHits: number;
-  totalMisses: number;
-}
 
-/** loadModel's parameters; the option keys are rows of @bmoe/engine's option table (defaults and ranges there). */
-export interface NativeModelParams {
+/** loadModel's parameters: the contract's model fields (binding/contract.ts) and what travels beside them. */
+export interface NativeModelParams extends NativeModelFields {
   path: string;
   /** Called with the loaded fraction (0..1), on the JS thread, as llama.cpp reports it. */
   onProgress?: (fraction: number) => void;
-  /** Map the file (llama.cpp `use_mmap`). */
-  useMmap?: boolean;
-  /** Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off). */
-  repack?: boolean;
   kvOverrides?: NativeKvOverride[];
   stream?: NativeStreamParams;
 }
@@ -106,32 +64,7 @@ export interface NativeModelInfo {
   meta: Record<string, string>;
 }
 
-/** createContext's parameters: the table's `context` rows (nCtx = contextSize, ...). */
-export interface NativeContextParams {
-  nCtx: number;
-  nBatch: number;
-  nUbatch: number;
-  threads: number;
-}
 
-/** The table's sampling rows (`sampling.*` native keys). */
-export interface NativeSampling {
-  /** 0 = greedy (argmax). */
-  temperature: number;
-  topK: number;
-  topP: number;
-  seed: number;
-  /** Minimum probability relative to the most likely token (llama.cpp --min-p); 0 = off. */
-  minP?: number;
-  /** Repeat penalty over the last `repeatLastN` tokens (prompt included, as llama.cpp); 1 = off. */
-  repeatPenalty?: number;
-  repeatLastN?: number;
-  /** OpenAI-style additive penalties; 0 = off. */
-  presencePenalty?: number;
-  frequencyPenalty?: number;
-  /** Added to the logits of these tokens before sampling (OpenAI's logit_bias; finite, within ±1e6). */
-  logitBias?: { token: number; bias: number }[];
-}
 
 /** One lazy-grammar trigger, as llama.cpp's common_grammar_trigger. */
 export interface NativeGrammarTrigger {
@@ -156,34 +89,25 @@ export interface NativeGrammar {
   generationPrompt: string;
 }
 
-export interface NativeGenerateRequest {
+/** The contract's sampling fields and the logit biases. */
+export interface NativeSampling extends NativeSamplingFields {
+  logitBias?: NativeLogitBias[];
+}
+
+/** The contract's generate fields (maxTokens, logits, contextShift, grammarStepMs) and the request's tokens, sampling and grammar. */
+export interface NativeGenerateRequest extends NativeGenerateFields {
   /** The whole conversation so far as tokens; the context reuses its longest cached prefix. */
   tokens: Int32Array;
-  maxTokens: number;
   sampling: NativeSampling;
-  /** Copy the logits of every sampled position into the token event (tests, small vocabularies). */
-  logits?: boolean;
   /** Constrain the output (native addon only: the wasm32-wasi build rejects a grammar). */
   grammar?: NativeGrammar;
-  /**
-   * When the context fills during generation: false (default) stops with stopReason 'context';
-   * true drops the older half of the cached tokens after the first (llama-completion's context
-   * shift) and goes on.
-   */
-  contextShift?: boolean;
-  /**
-   * How long one sampling step (or building the sampler) may take, in ms, before the generation
-   * fails naming the grammar: a grammar's work grows with the ways its text may continue. Default
-   * 10000 (1 to 600000).
-   */
-  grammarStepMs?: number;
 }
 
 /**
  * One token's record under the metrics schema's names: every column of `COLUMNS`
  * (@bmoe/engine/metrics) that the addon fills — `tokenIndex`, `tokenId` and the counters measured
- * around one `llama_decode` — as listed once in token_metrics.h (BMOE_TOKEN_ID_FIELDS,
- * BMOE_TOKEN_METRICS; a test checks that list against COLUMNS). The engine types it as TokenMetrics.
+ * around one `llama_decode` — the contract's TOKEN_COLUMNS without `native: false` (binding/contract.ts,
+ * from which C++'s lists are generated too). The engine types it as TokenMetrics.
  * Among them `overlapped`: 1 when this decode overlapped its expert reads with its compute
  * (--overlap, or auto's choice or probe), else 0; and `ahead_on`: 1 when route-ahead was in force
  * for this decode (--route-ahead, or auto's choice or probe), else 0.
@@ -285,7 +209,7 @@ export interface NativeParsedMessage {
 }
 
 /** A prompt for NativeModel.prepare(): raw text, or chat messages through the template. */
-export type NativePrepareInput = { text: string } | { messages: NativeChatMessage[]; chatml: boolean; think: boolean };
+export type NativePrepareInput = { text: string } | ({ messages: NativeChatMessage[] } & Required<Pick<NativeChatFormat, 'chatml' | 'think'>>);
 
 export interface NativeModel {
   info(): NativeModelInfo;
@@ -329,7 +253,7 @@ export interface NativeModel {
   /** The same for an OpenAI tools array (JSON text): each function's parameters; "tools: ...". Absent in wasm. */
   checkTools?(toolsJson: string): string;
   /** Formats with the GGUF's own template (llama.cpp common chat templates), or ChatML when asked. */
-  applyChatTemplate(messages: NativeChatMessage[], opts: { chatml: boolean; think: boolean; addAssistant: boolean }): string;
+  applyChatTemplate(messages: NativeChatMessage[], opts: Required<NativeChatFormat>): string;
   createContext(params: NativeContextParams): NativeContext;
   /** Streaming state, or null for a resident model. */
   streamInfo(): NativeStreamInfo | null;

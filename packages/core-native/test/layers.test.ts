@@ -1,52 +1,80 @@
 // The C++ core's layers, bottom to top, and the rule that keeps them visible: a file includes only
-// its own layer or layers below it (docs/architecture.md draws the same stack). Every header other
-// layers use lives in include/bmoe/<layer>/; everything is in namespace bmoe.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+// its own layer or layers below it (docs/architecture.md draws the same stack). Checked on what the
+// compiler saw, not on the source text: ninja's dependency log (`ninja -t deps`, the headers each
+// object was compiled with, from the compiler's -MD output) and the symbols each object defines
+// (`nm`). Every header other layers use lives in include/bmoe/<layer>/; everything is in namespace
+// bmoe. The wasm32-wasi addon (src/wasm/) is compiled by its own build and is not in this log.
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const PKG = fileURLToPath(new URL('..', import.meta.url));
+const BUILD = join(PKG, 'build');
 
 /** Rank of each layer: higher may include lower, never the other way. */
-const RANK: Record<string, number> = { sys: 0, limits: 0, layout: 1, cache: 2, vm: 2, io: 2, stream: 3, runtime: 4, addon: 5, wasm: 5 };
+const RANK: Record<string, number> = { contract: 0, sys: 0, limits: 0, layout: 1, cache: 2, vm: 2, io: 2, stream: 3, runtime: 4, addon: 5, wasm: 5 };
 
-function sources(): { path: string; layer: string; text: string }[] {
-  const out: { path: string; layer: string; text: string }[] = [];
-  for (const top of ['src', 'include/bmoe']) {
-    for (const e of readdirSync(join(PKG, top), { recursive: true, withFileTypes: true })) {
-      if (!e.isFile() || !/\.(h|cpp)$/.test(e.name)) continue;
-      const path = join(e.parentPath, e.name);
-      const layer = relative(join(PKG, top), path).split('/')[0] ?? '';
-      out.push({ path: relative(PKG, path), layer, text: readFileSync(path, 'utf8') });
-    }
+interface CompiledObject {
+  object: string;
+  /** The source's layer: src/<layer>/… */
+  layer: string;
+  source: string;
+  /** The layers of every bmoe header and source it was compiled with. */
+  deps: { path: string; layer: string }[];
+}
+
+/** Our layer of a path as ninja writes it (../src/stream/x.cpp, ../include/bmoe/io/y.h), else null. */
+function layerOf(path: string): string | null {
+  const m = /(?:^|\/)(?:src|include\/bmoe)\/(\w+)\//.exec(path.replace(/^.*?core-native\//, ''));
+  return m && !path.includes('/deps/') && !path.includes('llama.cpp/') ? (m[1] ?? null) : null;
+}
+
+/** The objects compiled from src/, with their dependencies, from ninja's log. */
+function compiledObjects(): CompiledObject[] {
+  const log = execFileSync('ninja', ['-C', BUILD, '-t', 'deps'], { encoding: 'utf8', maxBuffer: 256 << 20 });
+  const out: CompiledObject[] = [];
+  for (const block of log.split(/\n(?=\S)/)) {
+    const [head, ...lines] = block.split('\n');
+    const paths = lines.map((l) => l.trim()).filter(Boolean);
+    const source = paths[0] ?? '';
+    const layer = /^\.\.\/src\//.test(source) ? layerOf(source) : null;
+    if (!layer) continue;
+    const deps = paths.flatMap((p) => {
+      const l = layerOf(p);
+      return l ? [{ path: p.replace(/^\.\.\//, ''), layer: l }] : [];
+    });
+    out.push({ object: (head ?? '').split(':')[0] ?? '', layer, source: source.replace(/^\.\.\//, ''), deps });
   }
   return out;
 }
 
-describe('C++ layers', () => {
-  const files = sources();
+describe('C++ layers (as compiled)', () => {
+  const objects = compiledObjects();
 
-  it('every file sits in a known layer', () => {
-    expect(files.length).toBeGreaterThan(30);
-    expect(files.filter((f) => !(f.layer in RANK)).map((f) => f.path)).toEqual([]);
+  it('every compiled source sits in a known layer', () => {
+    expect(objects.length).toBeGreaterThan(25);
+    expect(objects.filter((o) => !(o.layer in RANK)).map((o) => o.source)).toEqual([]);
+    for (const o of objects) expect(o.deps.filter((d) => !(d.layer in RANK)).map((d) => d.path), o.source).toEqual([]);
   });
 
   it('includes point down the stack (or stay in the layer), never up', () => {
-    const up: string[] = [];
-    for (const f of files) {
-      for (const m of f.text.matchAll(/#include "bmoe\/(\w+)\//g)) {
-        const to = m[1] ?? '';
-        if (!(to in RANK) || RANK[to]! > RANK[f.layer]!) up.push(`${f.path} -> ${to}`);
-      }
-      // Cross-layer includes go through include/bmoe/, not relative paths into another layer.
-      for (const m of f.text.matchAll(/#include "\.\.\/(\w+)\//g)) up.push(`${f.path} -> ../${m[1] ?? ''} (relative)`);
-    }
+    const up = objects.flatMap((o) => o.deps.filter((d) => RANK[d.layer]! > RANK[o.layer]!).map((d) => `${o.source} -> ${d.path}`));
     expect(up).toEqual([]);
   });
 
-  it('our code lives in namespace bmoe', () => {
-    const outside = files.filter((f) => !/namespace bmoe \{/.test(f.text)).map((f) => f.path);
+  it('our code lives in namespace bmoe (but the addon entry points Node-API looks up by name)', () => {
+    const bySource = new Map(objects.map((o) => [join(BUILD, o.object), o.source]));
+    // One nm for every object: -A prefixes each symbol with its file.
+    const syms = execFileSync('nm', ['-A', '-C', '--defined-only', ...bySource.keys()], { encoding: 'utf8', maxBuffer: 256 << 20 });
+    expect(syms).toMatch(/ bmoe::stream_config_validate/);
+    const outside: string[] = [];
+    for (const line of syms.split('\n')) {
+      const m = /^(.+?\.o):\S*\s+([TDBR])\s+(.+)$/.exec(line);
+      if (!m || m[3]!.startsWith('bmoe::')) continue;
+      if (/^(napi_register_module_v1|node_api_module_get_api_version_v1)$/.test(m[3]!)) continue;
+      outside.push(`${bySource.get(m[1]!) ?? m[1]}: ${m[3]}`);
+    }
     expect(outside).toEqual([]);
   });
 });

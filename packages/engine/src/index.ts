@@ -13,8 +13,8 @@ export type {
 } from './messages.js';
 export { StopMatcher } from './stop.js';
 export type { Generation, GenerationResult, StopReason, TokenEvent } from './running-generation.js';
-export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions } from './options.js';
-export { defaultThreads } from './options.js';
+export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions } from './options/api.js';
+export { defaultThreads } from './options/api.js';
 export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo, type ModelShardInfo } from './inspect.js';
 export { isNativeAvailable } from './native.js';
 export { llamaToolPath, nativeBuild, prebuiltBinary, readCeiling, type NativeBuild, type PrebuiltBinary, type ReadCeiling, type ReadCeilingOptions } from './native-tools.js';

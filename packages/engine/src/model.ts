@@ -15,7 +15,7 @@ import {
   type LoadOptions,
   type ResolvedLoadOptions,
   type SessionOptions,
-} from './options.js';
+} from './options/api.js';
 import { SessionImpl, type Session } from './session.js';
 
 /** Header facts plus what the loaded model reports. */

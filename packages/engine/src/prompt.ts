@@ -6,7 +6,7 @@ import type { NativeChatRequest, NativeGrammar, NativeModel, NativePrepareInput 
 import { BmoeError, messageOf } from './errors.js';
 import type { ChatParser } from './message-stream.js';
 import { messagesJson, plainMessages, type ChatMessage, type ToolDefinition } from './messages.js';
-import type { ResolvedGenerateOptions } from './options.js';
+import type { ResolvedGenerateOptions } from './options/api.js';
 import { nativePrepareOptions } from './options/native.js';
 
 /** What a generation runs, once prepared. */

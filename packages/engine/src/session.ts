@@ -4,7 +4,7 @@ import type { NativeContext, NativeGenerateRequest, NativeModel } from '@bmoe/co
 import { BmoeError, messageOf } from './errors.js';
 import { GenerationImpl, type Generation, type GenerationDeps, type GenerationResult } from './running-generation.js';
 import { checkMessages, historyMessage, type ChatMessage } from './messages.js';
-import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOptions, type ResolvedLoadOptions } from './options.js';
+import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOptions, type ResolvedLoadOptions } from './options/api.js';
 import { nativeGenerateParams } from './options/native.js';
 import { checkRequest, contextFull, dropOldestTurn, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
 

@@ -24,7 +24,8 @@
 // What the user gave wins: `threads` (-t) and the other context/model options are kept, and a
 // given `stream` (--moe-stream or --no-moe-stream, with their flags) replaces the rule's choice.
 import { inspectModel, type ModelHeaderInfo } from './inspect.js';
-import type { LoadOptions } from './options.js';
+import type { LoadOptions } from './options/api.js';
+import { NATIVE_CONSTANTS } from '@bmoe/core-native/contract';
 import { optionRow } from './options/table.js';
 import { readDeviceFacts, type DeviceFacts } from './system.js';
 
@@ -34,7 +35,7 @@ const GiB = 1024 * MiB;
 /** The rule's constants, exported so docs, pages and tests quote one source. */
 export const SETTINGS_RULE = {
   /** MemAvailable left to the rest of the system: the floor `cacheMb: 'auto'` keeps (C++). */
-  floorBytes: (optionRow('stream.cacheFloorMb').default as number) * MiB,
+  floorBytes: NATIVE_CONSTANTS.cacheFloorMb * MiB,
   /** A memory cgroup's share kept as a margin, and the least margin. */
   cgroupMarginShare: 0.1,
   cgroupMarginMinBytes: 128 * MiB,

@@ -2,7 +2,7 @@
 // with a toy format, so the engine's side of it (request, deltas, history) is tested without the
 // addon:  <think>REASONING</think>CONTENT<call>NAME|ARGUMENTS</call>...
 import type { NativeChatPlan, NativeChatRequest, NativeChatSyntax, NativeParsedMessage, NativeToolCall } from '@bmoe/core-native';
-import { resolveLoadOptions } from '../src/options.js';
+import { resolveLoadOptions } from '../src/options/api.js';
 import { SessionImpl } from '../src/session.js';
 import { FakeContext, FakeModel, type FakeScript } from './fake-native.js';
 

@@ -13,7 +13,7 @@ import type {
   NativeTokenEvent,
 } from '@bmoe/core-native';
 import { BmoeError } from '../src/errors.js';
-import { resolveLoadOptions } from '../src/options.js';
+import { resolveLoadOptions } from '../src/options/api.js';
 import { SessionImpl } from '../src/session.js';
 
 export const BOS = 1;

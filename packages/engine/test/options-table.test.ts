@@ -32,7 +32,7 @@ import {
   type LoadOptions,
   type SessionOptions,
   type StreamOptions,
-} from '../src/options.js';
+} from '../src/options/api.js';
 
 function thrown(fn: () => unknown): BmoeError {
   try {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BmoeError } from '../src/errors.js';
-import { defaultThreads, resolveGenerateOptions, resolveLoadOptions, resolveSessionOptions, type LoadOptions } from '../src/options.js';
+import { defaultThreads, resolveGenerateOptions, resolveLoadOptions, resolveSessionOptions, type LoadOptions } from '../src/options/api.js';
 
 function messageOf(fn: () => unknown): string {
   try {

@@ -68,8 +68,8 @@ Napi::Value load_model(const Napi::CallbackInfo & info) {
     js_reader         r;
     model_load_params p;
     p.path         = r.string(o, "path", "");
-    p.use_mmap     = r.boolean(o, "useMmap", true);
-    p.repack       = r.boolean(o, "repack", false);
+    p.use_mmap     = r.boolean(o, contract::model::use_mmap);
+    p.repack       = r.boolean(o, contract::model::repack);
     p.kv_overrides = read_kv_overrides(r, o.Get("kvOverrides"));
     if (o.Get("stream").IsObject()) p.stream = read_stream_config(r, o.Get("stream").As<Napi::Object>());
     throw_if_failed(env, r);

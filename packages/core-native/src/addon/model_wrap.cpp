@@ -128,37 +128,38 @@ Napi::Value model_wrap::close(const Napi::CallbackInfo & info) {
     return info.Env().Undefined();
 }
 
+// A stream info value as JS: byte counts are numbers (exact below 2^53), lists are arrays.
+static Napi::Value stream_info_value(Napi::Env env, uint64_t v) { return Napi::Number::New(env, (double) v); }
+static Napi::Value stream_info_value(Napi::Env env, int32_t v) { return Napi::Number::New(env, v); }
+static Napi::Value stream_info_value(Napi::Env env, double v) { return Napi::Number::New(env, v); }
+static Napi::Value stream_info_value(Napi::Env env, bool v) { return Napi::Boolean::New(env, v); }
+static Napi::Value stream_info_value(Napi::Env env, const std::string & v) { return Napi::String::New(env, v); }
+static Napi::Value stream_info_value(Napi::Env env, const std::vector<stream_info::probe_arm> & arms) {
+    Napi::Array a = Napi::Array::New(env, arms.size());
+    for (size_t i = 0; i < arms.size(); i++) {
+        Napi::Object o = Napi::Object::New(env);
+#define BMOE_SET_ARM(type, member, key) o.Set(#key, stream_info_value(env, arms[i].member));
+        BMOE_PROBE_ARM_FIELDS(BMOE_SET_ARM)
+#undef BMOE_SET_ARM
+        a.Set((uint32_t) i, o);
+    }
+    return a;
+}
+
+// NativeStreamInfo, expanded from the contract's list.
+static Napi::Object stream_info_to_js(Napi::Env env, const stream_info & s) {
+    Napi::Object o = Napi::Object::New(env);
+#define BMOE_SET_INFO(type, member, key) o.Set(#key, stream_info_value(env, s.member));
+    BMOE_STREAM_INFO_FIELDS(BMOE_SET_INFO)
+#undef BMOE_SET_INFO
+    return o;
+}
+
 Napi::Value model_wrap::stream_info(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     model_state & st = live(env);
     if (!st.stream) return env.Null();
-    const auto s = st.stream->info();
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("budgetBytes", (double) s.budget_bytes);
-    o.Set("configuredSlots", s.configured_slots);
-    o.Set("workingSetBytes", (double) s.working_set_bytes);
-    o.Set("expertBytes", (double) s.expert_bytes);
-    o.Set("denseBytes", (double) s.dense_bytes);
-    o.Set("topK", s.top_k);
-    o.Set("ioThreads", s.io_threads);
-    o.Set("overlap", s.overlap);
-    o.Set("overlapMode", s.overlap_setting);
-    o.Set("routeAhead", s.route_ahead);
-    o.Set("routeAheadMode", s.route_ahead_setting);
-    Napi::Array probe = Napi::Array::New(env, s.probe.size());
-    for (size_t i = 0; i < s.probe.size(); i++) {
-        Napi::Object a = Napi::Object::New(env);
-        a.Set("overlap", s.probe[i].overlap);
-        a.Set("routeAhead", s.probe[i].route_ahead);
-        a.Set("medianMs", s.probe[i].median_ms);
-        a.Set("timed", s.probe[i].timed);
-        probe.Set((uint32_t) i, a);
-    }
-    o.Set("probe", probe);
-    o.Set("warning", s.warning);
-    o.Set("totalHits", (double) s.total_hits);
-    o.Set("totalMisses", (double) s.total_misses);
-    return o;
+    return stream_info_to_js(env, st.stream->info());
 }
 
 }  // namespace bmoe

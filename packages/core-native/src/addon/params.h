@@ -7,6 +7,7 @@
 
 #include <napi.h>
 
+#include "bmoe/contract/params.h"
 #include "bmoe/runtime/chat_format.h"
 #include "bmoe/runtime/generator.h"
 #include "bmoe/stream/stream_config.h"
@@ -62,6 +63,40 @@ struct js_reader {
         }
         return v.As<Napi::String>().Utf8Value();
     }
+
+    // The contract's fields (include/bmoe/contract/params.h): key, default and range in one place.
+    int64_t integer(const Napi::Object & o, const contract::int_field & f) { return integer(o, f.key, f.def, f.min, f.max); }
+    double  number(const Napi::Object & o, const contract::real_field & f) { return number(o, f.key, f.def); }
+    bool    boolean(const Napi::Object & o, const contract::bool_field & f) { return boolean(o, f.key, f.def); }
+    // A finite number in [min, max] (penalties: llama.cpp aborts on NaN and infinities).
+    double finite(const Napi::Object & o, const contract::number_field & f) {
+        const double d = number(o, f.key, f.def);
+        if (!(d >= f.min && d <= f.max)) {
+            fail(std::string(f.key) + " must be a number in [" + std::to_string(f.min) + ", " + std::to_string(f.max) + "], got " + std::to_string(d));
+            return f.def;
+        }
+        return d;
+    }
+    // The index of the value among f.values (the default's when absent).
+    int one_of(const Napi::Object & o, const contract::enum_field & f) {
+        const std::string v = string(o, f.key, f.def);
+        std::string list;
+        for (int i = 0; i < f.n_values; i++) {
+            if (v == f.values[i]) return i;
+            list += (i == 0 ? "" : i + 1 == f.n_values ? " or " : ", ") + std::string(f.values[i]);
+        }
+        fail(std::string(f.key) + " must be " + list + ", got " + v);
+        for (int i = 0; i < f.n_values; i++) {
+            if (std::strcmp(f.def, f.values[i]) == 0) return i;
+        }
+        return 0;
+    }
+    // true / false force a mode; the string "auto", or absent, leaves it automatic.
+    mode_setting tri(const Napi::Object & o, const contract::tri_field & f) {
+        Napi::Value v = o.Get(f.key);
+        if (v.IsUndefined() || (v.IsString() && v.As<Napi::String>().Utf8Value() == "auto")) return mode_setting::automatic;
+        return boolean(o, f.key, false) ? mode_setting::on : mode_setting::off;
+    }
 };
 
 // Calls fn(object, index) for each item of an array of objects; a non-object item fails the
@@ -81,47 +116,39 @@ template <class Fn> void each_object(js_reader & r, const Napi::Value & v, const
 
 // NativeContextParams.
 struct context_params {
-    uint32_t n_ctx    = 4096;
-    uint32_t n_batch  = 512;
-    uint32_t n_ubatch = 512;
-    int32_t  threads  = 4;
+    uint32_t n_ctx    = (uint32_t) contract::context::n_ctx.def;
+    uint32_t n_batch  = (uint32_t) contract::context::n_batch.def;
+    uint32_t n_ubatch = (uint32_t) contract::context::n_ubatch.def;
+    int32_t  threads  = (int32_t) contract::context::threads.def;
 };
 
 inline context_params read_context_params(js_reader & r, const Napi::Object & p) {
+    namespace k = contract::context;
     context_params cp;
-    cp.n_ctx    = (uint32_t) r.integer(p, "nCtx", 4096, 16, 1 << 20);
-    cp.n_batch  = (uint32_t) r.integer(p, "nBatch", 512, 1, 1 << 16);
-    cp.n_ubatch = (uint32_t) r.integer(p, "nUbatch", 512, 1, 1 << 16);
-    cp.threads  = (int32_t) r.integer(p, "threads", 4, 1, 1024);
+    cp.n_ctx    = (uint32_t) r.integer(p, k::n_ctx);
+    cp.n_batch  = (uint32_t) r.integer(p, k::n_batch);
+    cp.n_ubatch = (uint32_t) r.integer(p, k::n_ubatch);
+    cp.threads  = (int32_t) r.integer(p, k::threads);
     return cp;
 }
 
-// A finite number in [lo, hi] (penalties: llama.cpp aborts on NaN and infinities).
-inline float finite_in(js_reader & r, const Napi::Object & o, const char * key, double def, double lo, double hi) {
-    const double d = r.number(o, key, def);
-    if (!(d >= lo && d <= hi)) {
-        r.fail(std::string(key) + " must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(d));
-        return (float) def;
-    }
-    return (float) d;
-}
-
-// NativeSampling. Bounds are the option table's (@bmoe/engine), tested against these readers.
+// NativeSampling.
 inline sampling_params read_sampling(js_reader & r, const Napi::Object & s) {
+    namespace k = contract::sampling;
     sampling_params p;
-    p.temperature       = (float) r.number(s, "temperature", 0.0);
-    p.top_k             = (int32_t) r.integer(s, "topK", 40, 0, 1 << 24);
-    p.top_p             = (float) r.number(s, "topP", 0.95);
-    p.seed              = (uint32_t) r.integer(s, "seed", 0, 0, 0xFFFFFFFFLL);
-    p.min_p             = finite_in(r, s, "minP", 0.0, 0.0, 1.0);
-    p.repeat_penalty    = finite_in(r, s, "repeatPenalty", 1.0, 1e-6, 1e6);
-    p.repeat_last_n     = (int32_t) r.integer(s, "repeatLastN", 64, -1, 1 << 24);
-    p.presence_penalty  = finite_in(r, s, "presencePenalty", 0.0, -1e6, 1e6);
-    p.frequency_penalty = finite_in(r, s, "frequencyPenalty", 0.0, -1e6, 1e6);
+    p.temperature       = (float) r.number(s, k::temperature);
+    p.top_k             = (int32_t) r.integer(s, k::top_k);
+    p.top_p             = (float) r.number(s, k::top_p);
+    p.seed              = (uint32_t) r.integer(s, k::seed);
+    p.min_p             = (float) r.finite(s, k::min_p);
+    p.repeat_penalty    = (float) r.finite(s, k::repeat_penalty);
+    p.repeat_last_n     = (int32_t) r.integer(s, k::repeat_last_n);
+    p.presence_penalty  = (float) r.finite(s, k::presence_penalty);
+    p.frequency_penalty = (float) r.finite(s, k::frequency_penalty);
     each_object(r, s.Get("logitBias"), "logitBias", [&](const Napi::Object & e, uint32_t) {
         llama_logit_bias b;
-        b.token = (llama_token) r.integer(e, "token", 0, 0, INT32_MAX);
-        b.bias  = finite_in(r, e, "bias", 0.0, -1e6, 1e6);
+        b.token = (llama_token) r.integer(e, contract::logit_bias::token);
+        b.bias  = (float) r.finite(e, contract::logit_bias::bias);
         p.logit_bias.push_back(b);
     });
     return p;
@@ -163,10 +190,11 @@ inline generate_request read_generate_request(js_reader & r, const Napi::Object 
     }
     Napi::Int32Array toks = tv.As<Napi::Int32Array>();
     req.tokens.assign(toks.Data(), toks.Data() + toks.ElementLength());
-    req.max_tokens    = (int32_t) r.integer(o, "maxTokens", 256, 0, 1 << 24);
-    req.want_logits   = r.boolean(o, "logits", false);
-    req.context_shift = r.boolean(o, "contextShift", false);
-    req.grammar_step_ms = (int32_t) r.integer(o, "grammarStepMs", 10000, 1, 600000);
+    namespace k = contract::generate;
+    req.max_tokens      = (int32_t) r.integer(o, k::max_tokens);
+    req.want_logits     = r.boolean(o, k::want_logits);
+    req.context_shift   = r.boolean(o, k::context_shift);
+    req.grammar_step_ms = (int32_t) r.integer(o, k::grammar_step_ms);
     Napi::Value sv = o.Get("sampling");
     if (sv.IsObject()) req.sampling = read_sampling(r, sv.As<Napi::Object>());
     Napi::Value gv = o.Get("grammar");
@@ -234,41 +262,34 @@ inline std::vector<chat_message> read_chat_messages(js_reader & r, const Napi::V
 
 // The chat formatting options of applyChatTemplate / prepare.
 inline chat_format_options read_chat_format(js_reader & r, const Napi::Object & o) {
+    namespace k = contract::chat_format;
     chat_format_options f;
-    f.chatml        = r.boolean(o, "chatml", false);
-    f.think         = r.boolean(o, "think", true);
-    f.add_assistant = r.boolean(o, "addAssistant", true);
+    f.chatml        = r.boolean(o, k::chatml);
+    f.think         = r.boolean(o, k::think);
+    f.add_assistant = r.boolean(o, k::add_assistant);
     return f;
 }
 
-// NativeStreamParams (present = streaming on). Bounds are the option table's (@bmoe/engine);
-// stream_config_validate checks the combination once, in model_state_load.
+// NativeStreamParams (present = streaming on); stream_config_validate checks the combination
+// once, in model_state_load.
 inline stream_config read_stream_config(js_reader & r, const Napi::Object & s) {
+    namespace k = contract::stream;
     stream_config c;
     c.enabled = true;
-    Napi::Value cm = s.Get("cacheMb");
+    Napi::Value cm = s.Get(k::cache_mb.key);
     if (cm.IsString() && cm.As<Napi::String>().Utf8Value() == "auto") {
         c.cache_auto = true;
     } else {
-        c.cache_mb = (uint64_t) r.integer(s, "cacheMb", 0, 0, 1ll << 24);
+        c.cache_mb = (uint64_t) r.integer(s, k::cache_mb);
     }
-    c.cache_ceil_mb = (uint64_t) r.integer(s, "cacheCeilMb", 0, 0, 1ll << 24);
-    c.io_threads    = (int32_t) r.integer(s, "ioThreads", 4, 1, 64);
-    // overlap, routeAhead: true / false force them; "auto" (or absent, the default) lets the
-    // streamer measure (decode_choice.h).
-    const auto setting = [&](const char * key) {
-        Napi::Value v = s.Get(key);
-        if (v.IsUndefined() || (v.IsString() && v.As<Napi::String>().Utf8Value() == "auto")) return mode_setting::automatic;
-        return r.boolean(s, key, false) ? mode_setting::on : mode_setting::off;
-    };
-    c.overlap       = setting("overlap");
-    c.route_ahead   = setting("routeAhead");
-    c.prefetch      = (int32_t) r.integer(s, "prefetch", 0, 0, 64);
-    c.odirect       = r.boolean(s, "odirect", true);
-    c.force_cache   = r.boolean(s, "forceCache", false);
-    const std::string dw = r.string(s, "denseWeights", "mmap");
-    if (dw != "mmap" && dw != "anon") r.fail("denseWeights must be mmap or anon, got " + dw);
-    c.dense_weights = dw == "anon" ? dense_weights_mode::anon : dense_weights_mode::mmap;
+    c.cache_ceil_mb = (uint64_t) r.integer(s, k::cache_ceil_mb);
+    c.io_threads    = (int32_t) r.integer(s, k::io_threads);
+    c.overlap       = r.tri(s, k::overlap);
+    c.route_ahead   = r.tri(s, k::route_ahead);
+    c.prefetch      = (int32_t) r.integer(s, k::prefetch);
+    c.odirect       = r.boolean(s, k::odirect);
+    c.force_cache   = r.boolean(s, k::force_cache);
+    c.dense_weights = r.one_of(s, k::dense_weights) == 1 ? dense_weights_mode::anon : dense_weights_mode::mmap;
     return c;
 }
 

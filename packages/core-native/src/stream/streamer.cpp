@@ -243,9 +243,9 @@ stream_info streamer::info() const {
     i.io_threads        = cfg.io_threads;
     const auto name = [](mode_setting m) { return m == mode_setting::on ? "on" : m == mode_setting::off ? "off" : "auto"; };
     i.overlap             = modes.chosen().overlap;
-    i.overlap_setting     = name(cfg.overlap);
+    i.overlap_mode        = name(cfg.overlap);
     i.route_ahead         = modes.chosen().ahead;
-    i.route_ahead_setting = name(cfg.route_ahead);
+    i.route_ahead_mode    = name(cfg.route_ahead);
     if (modes.arms().size() > 1) {
         for (const auto & a : modes.arms()) i.probe.push_back({ a.mode.overlap, a.mode.ahead, a.median_ms, a.timed });
     }

@@ -319,7 +319,7 @@ Napi::Value load_model(const Napi::CallbackInfo & info) {
     Napi::Object o = info[0].As<Napi::Object>();
     js_reader r;
     const std::string path = r.string(o, "path", "");
-    const bool        repack = r.boolean(o, "repack", false);
+    const bool        repack = r.boolean(o, contract::model::repack);
     std::vector<llama_model_kv_override> kv = read_kv_overrides(r, o.Get("kvOverrides"));
     if (!r.ok()) return rejected(env, r.error);
     if (path.empty()) return rejected(env, "path must be a non-empty string");

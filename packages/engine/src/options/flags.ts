@@ -1,6 +1,6 @@
 // Options → the `bmoe run` / `bmoe serve` flags that give them (what to type to reproduce a run),
 // from the table: the short alias where there is one, table order, defaults of booleans left out.
-import type { GenerateOptions, LoadOptions } from '../options.js';
+import type { GenerateOptions, LoadOptions } from './api.js';
 import { boolFlagFor, getPath, optionRow, optionRows, type OptionRow } from './table.js';
 
 function flagsOf(rows: readonly OptionRow[], values: object): string[] {

@@ -9,11 +9,11 @@ export {
   leafKey,
   getPath,
   setPath,
-  nativeBounds,
+  contractField,
   flagSets,
   boolFlagFor,
   type ApiKeysOf,
-  type NativeBound,
+  type ContractField,
   type NativeKey,
   type NativeKeysOf,
   type NativeParams,
@@ -36,4 +36,4 @@ export {
 } from './errors.js';
 export { loadOptionFlags, generateOptionFlags } from './flags.js';
 export { nativeContextParams, nativeGenerateParams, nativeModelParams, nativePrepareOptions } from './native.js';
-export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions, ResolvedGenerateOptions } from '../options.js';
+export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions, ResolvedGenerateOptions } from './api.js';

@@ -1,7 +1,7 @@
 // The binding's parameter objects, built from resolved options by the table's native keys: a new
 // option with a native key reaches C++ without a line here. Type-only imports: nothing native loads.
 import type { NativeContextParams, NativeGenerateRequest, NativeKvOverride, NativeModelParams } from '@bmoe/core-native';
-import type { ResolvedGenerateOptions, ResolvedLoadOptions } from '../options.js';
+import type { ResolvedGenerateOptions, ResolvedLoadOptions } from './api.js';
 import { getPath, optionRows, setPath, type NativeParams, type OptionGroup } from './table.js';
 
 /** Top-k travels as a GGUF kv override on `<arch>.expert_used_count` (llama.cpp has no parameter for it). */

@@ -4,6 +4,12 @@
 // schemas (../options.ts), the native parameter objects (./native.ts), the flags of `bmoe run` and
 // `bmoe serve` (@bmoe/cli model-options.ts) and the README's flag table, the naming of option
 // errors in flags (./errors.ts), options → flags (./flags.ts). Pure data: no zod, nothing native.
+//
+// What crosses into C++ is not written here: a row names its native key, and the range C++
+// accepts and the default come from core-native's contract (NATIVE_PARAMS, generated with the C++
+// constants from contract/params.mjs). A row narrows the API's range where the API says less
+// (maxTokens ≥ 1) and says its own default where JS decides (threads, the cache ceiling).
+import { NATIVE_CONSTANTS, NATIVE_PARAMS } from '@bmoe/core-native/contract';
 import type { ValueSpec } from './values.js';
 
 /**
@@ -23,11 +29,6 @@ export interface NativeKey {
   readonly params: NativeParams;
   /** Dotted path inside that object ('stream.ioThreads', 'sampling.topK'). */
   readonly key: string;
-  /** What C++ accepts where it differs from the API's range (the API is then the narrower one). */
-  readonly min?: number;
-  readonly max?: number;
-  /** The native value meaning "none" for an option whose API default is null (cacheCeilMb: 0). */
-  readonly none?: number;
 }
 
 export interface OptionRow {
@@ -58,54 +59,68 @@ export interface OptionRow {
   readonly defaultText: string;
   /** One line for `--help` and the README (CLI words: it may name other flags). */
   readonly help: string;
-  /** False for a value the JS API does not expose (a C++ constant): listed so JS and C++ are checked to agree. */
-  readonly api?: false;
 }
 
-const MiB_MAX = 2 ** 24; // 16 TiB in MiB: what C++ accepts for a cache size
-const int = (min: number, max?: number) => ({ type: 'int', min, ...(max === undefined ? {} : { max }) }) as const;
+const C = NATIVE_PARAMS;
+
+interface Ranged {
+  readonly default: number;
+  readonly min: number;
+  readonly max: number;
+}
+
+/** An integer row's value and default: the contract's range and default, the API's range narrowed by `narrow`. */
+function int(f: Ranged, narrow: { min?: number; unit?: string } = {}) {
+  const value = { type: 'int', min: Math.max(f.min, narrow.min ?? f.min), max: f.max, ...(narrow.unit ? { unit: narrow.unit } : {}) } as const;
+  return { value, default: f.default, defaultText: String(f.default) };
+}
+
+/** A bounded number row's value and default, as the contract has them. */
+function num(f: Ranged) {
+  return { value: { type: 'number', min: f.min, max: f.max } as const, default: f.default, defaultText: String(f.default) };
+}
+
 const bool = { type: 'bool' } as const;
-/** An additive penalty: llama.cpp takes any finite number; C++ bounds it where it stays meaningful. */
-const PENALTY = { type: 'number', min: -1e6, max: 1e6 } as const;
+const tri = { type: 'bool', orAuto: true } as const;
 
 export const OPTION_TABLE = [
   // ---- context: loadModel and createSession ---------------------------------------------------
   {
     key: 'threads', group: 'context', flag: '--threads', short: '-t', arg: 'N', native: { params: 'context', key: 'threads' },
-    value: int(1, 1024), default: 'computed', defaultText: 'min(4, cores)',
+    ...int(C.context.threads), default: 'computed', defaultText: 'min(4, cores)',
     help: 'compute threads',
   },
-  // C++ (llama.cpp) refuses a context below 16 tokens; the API has accepted any positive size.
+  // llama.cpp refuses a context below 16 tokens, and so does the API.
   {
-    key: 'contextSize', group: 'context', flag: '--ctx-size', short: '-c', arg: 'N', native: { params: 'context', key: 'nCtx', min: 16 },
-    value: int(1, 2 ** 20), default: 4096, defaultText: '4096',
+    key: 'contextSize', group: 'context', flag: '--ctx-size', short: '-c', arg: 'N', native: { params: 'context', key: 'nCtx' },
+    ...int(C.context.nCtx),
     help: 'context (KV cache) size in tokens',
   },
   {
     key: 'batchSize', group: 'context', flag: '--batch-size', short: '-b', arg: 'N', native: { params: 'context', key: 'nBatch' },
-    value: int(1, 2 ** 16), default: 512, defaultText: '512',
+    ...int(C.context.nBatch),
     help: 'logical batch for prompt processing',
   },
   {
     key: 'ubatchSize', group: 'context', flag: '--ubatch-size', arg: 'N', native: { params: 'context', key: 'nUbatch' },
-    value: int(1, 2 ** 16), default: 512, defaultText: 'min(512, batch size)',
+    ...int(C.context.nUbatch), defaultText: `min(${C.context.nUbatch.default}, batch size)`,
     help: 'physical micro-batch, at most the batch size',
   },
   // ---- model: loadModel -------------------------------------------------------------------------
   {
     key: 'repack', group: 'model', flag: '--repack', native: { params: 'model', key: 'repack' },
-    value: bool, default: false, defaultText: 'off',
+    value: bool, default: C.model.repack.default, defaultText: 'off',
     help: "let ggml repack weights, llama.cpp's default (faster; rounds as llama-completion without -nr; streamed experts are repacked as they are read)",
   },
   {
     key: 'useMmap', group: 'model', flag: null, native: { params: 'model', key: 'useMmap' },
-    value: bool, default: true, defaultText: 'on',
+    value: bool, default: C.model.useMmap.default, defaultText: 'on',
     help: 'map the file rather than reading it into memory',
   },
   // Checked against the model's expert count once the header is read (inspect.ts); travels as a kv override.
   {
     key: 'nExpertUsed', group: 'model', flag: '--n-expert-used', arg: 'K', native: { params: 'model', key: 'kvOverrides.<arch>.expert_used_count' },
-    value: int(1), default: null, defaultText: "the model's",
+    value: { type: 'int', min: 1 }, default: null, defaultText: "the model's",
     help: "override the model's top-k routing (lossy: changes the text)",
   },
   // ---- stream: LoadOptions.stream (the flags of --moe-stream) -----------------------------------
@@ -118,17 +133,18 @@ export const OPTION_TABLE = [
   },
   {
     key: 'stream.cacheMb', group: 'stream', flag: '--cache-mb', arg: 'N|auto', native: { params: 'model', key: 'stream.cacheMb' },
-    value: { type: 'int', min: 0, max: MiB_MAX, unit: 'MiB', orAuto: true }, default: 0, defaultText: '0',
-    help: "expert cache budget in MiB (0 = no cache); 'auto' = what MemAvailable and the memory cgroup leave above a 1 GiB floor",
+    value: { type: 'int', min: C.stream.cacheMb.min, max: C.stream.cacheMb.max, unit: 'MiB', orAuto: true }, default: C.stream.cacheMb.default, defaultText: String(C.stream.cacheMb.default),
+    help: `expert cache budget in MiB (0 = no cache); 'auto' = what MemAvailable and the memory cgroup leave above a ${NATIVE_CONSTANTS.cacheFloorMb} MiB floor`,
   },
+  // C++ reads 0 as none; the API says none by leaving it out (null), so a ceiling is at least 1.
   {
-    key: 'stream.cacheCeilMb', group: 'stream', flag: '--cache-ceil-mb', arg: 'N', native: { params: 'model', key: 'stream.cacheCeilMb', min: 0, none: 0 },
-    value: int(1, MiB_MAX), default: null, defaultText: 'none',
+    key: 'stream.cacheCeilMb', group: 'stream', flag: '--cache-ceil-mb', arg: 'N', native: { params: 'model', key: 'stream.cacheCeilMb' },
+    ...int(C.stream.cacheCeilMb, { min: 1 }), default: null, defaultText: 'none',
     help: 'ceiling for --cache-mb auto, in MiB',
   },
   {
     key: 'stream.ioThreads', group: 'stream', flag: '--io-threads', arg: 'N', native: { params: 'model', key: 'stream.ioThreads' },
-    value: int(1, 64), default: 4, defaultText: '4',
+    ...int(C.stream.ioThreads),
     help: 'parallel read lanes, each with its own descriptor',
   },
   // Tri-states: --overlap / --route-ahead force them, --no-overlap / --no-route-ahead forbid them,
@@ -137,20 +153,20 @@ export const OPTION_TABLE = [
   {
     key: 'stream.overlap', group: 'stream', flag: '--overlap', native: { params: 'model', key: 'stream.overlap' },
     negation: { flag: '--no-overlap', help: "never overlap: read each layer's experts, then compute them (serial)" },
-    value: { type: 'bool', orAuto: true }, default: 'auto', defaultText: 'auto (measured)',
+    value: tri, default: C.stream.overlap.default, defaultText: 'auto (measured)',
     help:
       "always hide each layer's expert reads behind its expert compute; auto (neither flag) times one-token decodes in every allowed " +
       'combination of overlap and route-ahead, round robin, as long as the noise needs (3 to 12 each), keeps the fastest (overlap only where faster), and measures again every 128 tokens',
   },
   {
     key: 'stream.prefetch', group: 'stream', flag: '--prefetch', arg: 'N', native: { params: 'model', key: 'stream.prefetch' },
-    value: int(0, 64), default: 0, defaultText: '0',
+    ...int(C.stream.prefetch),
     help: 'read ahead the N most popular experts of the next layer; 0 = off',
   },
   {
     key: 'stream.routeAhead', group: 'stream', flag: '--route-ahead', native: { params: 'model', key: 'stream.routeAhead' },
     negation: { flag: '--no-route-ahead', help: "never read ahead on the next MoE layer's predicted routing" },
-    value: { type: 'bool', orAuto: true }, default: 'auto', defaultText: 'auto (measured)',
+    value: tri, default: C.stream.routeAhead.default, defaultText: 'auto (measured)',
     help:
       "always read the experts the next MoE layer's router predicts from this layer's hidden state while this layer computes " +
       '(lossless: the real routing still decides; costs top-k extra cache slots); auto (neither flag) measures it against the other ' +
@@ -158,96 +174,89 @@ export const OPTION_TABLE = [
   },
   {
     key: 'stream.odirect', group: 'stream', flag: '--no-odirect', native: { params: 'model', key: 'stream.odirect' },
-    value: bool, default: true, defaultText: 'O_DIRECT on',
+    value: bool, default: C.stream.odirect.default, defaultText: 'O_DIRECT on',
     help: 'read experts through the page cache instead of O_DIRECT',
   },
   {
     key: 'stream.denseWeights', group: 'stream', flag: '--dense-weights', arg: 'mmap|anon', native: { params: 'model', key: 'stream.denseWeights' },
-    value: { type: 'enum', values: ['mmap', 'anon'] }, default: 'mmap', defaultText: 'mmap',
+    value: { type: 'enum', values: C.stream.denseWeights.values }, default: C.stream.denseWeights.default, defaultText: C.stream.denseWeights.default,
     help: 'hold the non-expert weights in the file mapping or in anonymous memory',
   },
   {
     key: 'stream.forceCache', group: 'stream', flag: '--force-cache', native: { params: 'model', key: 'stream.forceCache' },
-    value: bool, default: false, defaultText: 'off',
+    value: bool, default: C.stream.forceCache.default, defaultText: 'off',
     help: "accept a cache budget below one token's routed working set (which LRU can never hit)",
-  },
-  // Not an option: the floor `cacheMb: 'auto'` leaves, a C++ constant (stream_config.h), listed so
-  // the help's "1 GiB floor" and C++ are checked to agree.
-  {
-    key: 'stream.cacheFloorMb', group: 'stream', api: false, flag: null, native: null,
-    value: int(0, MiB_MAX), default: 1024, defaultText: '1024',
-    help: 'MemAvailable that --cache-mb auto leaves to the system, in MiB (fixed in C++)',
   },
   // ---- generate: Session.generate / chat -------------------------------------------------------
   {
-    key: 'maxTokens', group: 'generate', flag: '--n-predict', short: '-n', arg: 'N', native: { params: 'generate', key: 'maxTokens', min: 0 },
-    value: int(1, 2 ** 24), default: 256, defaultText: '256',
+    key: 'maxTokens', group: 'generate', flag: '--n-predict', short: '-n', arg: 'N', native: { params: 'generate', key: 'maxTokens' },
+    ...int(C.generate.maxTokens, { min: 1 }),
     help: 'tokens to generate',
   },
   {
     key: 'temperature', group: 'generate', flag: '--temp', arg: 'T', native: { params: 'generate', key: 'sampling.temperature' },
-    value: { type: 'number', min: 0 }, default: 0, defaultText: '0',
+    value: { type: 'number', min: 0 }, default: C.sampling.temperature.default, defaultText: String(C.sampling.temperature.default),
     help: 'temperature; 0 = greedy',
   },
   {
     key: 'topK', group: 'generate', flag: '--top-k', arg: 'K', native: { params: 'generate', key: 'sampling.topK' },
-    value: int(0, 2 ** 24), default: 40, defaultText: '40',
+    ...int(C.sampling.topK),
     help: 'top-k sampling; 0 = off',
   },
   {
     key: 'topP', group: 'generate', flag: '--top-p', arg: 'P', native: { params: 'generate', key: 'sampling.topP' },
-    value: { type: 'number', min: 0, minExclusive: true, max: 1 }, default: 0.95, defaultText: '0.95',
+    value: { type: 'number', min: 0, minExclusive: true, max: 1 }, default: C.sampling.topP.default, defaultText: String(C.sampling.topP.default),
     help: 'top-p (nucleus) sampling',
   },
   {
     key: 'seed', group: 'generate', flag: '--seed', arg: 'S', native: { params: 'generate', key: 'sampling.seed' },
-    value: int(0, 0xffffffff), default: 0, defaultText: '0',
+    ...int(C.sampling.seed),
     help: 'sampler seed',
   },
   {
     key: 'minP', group: 'generate', flag: '--min-p', arg: 'P', native: { params: 'generate', key: 'sampling.minP' },
-    value: { type: 'number', min: 0, max: 1 }, default: 0, defaultText: '0',
+    ...num(C.sampling.minP),
     help: 'min-p sampling: drop tokens less likely than P times the most likely one; 0 = off',
   },
   {
     key: 'repeatPenalty', group: 'generate', flag: '--repeat-penalty', arg: 'N', native: { params: 'generate', key: 'sampling.repeatPenalty' },
-    value: { type: 'number', min: 1e-6, max: 1e6 }, default: 1, defaultText: '1',
+    ...num(C.sampling.repeatPenalty),
     help: 'penalize tokens repeated within the last --repeat-last-n (prompt included); 1 = off',
   },
   // llama.cpp's sampler reads -1 as the whole context (llama-server's repeat_last_n).
   {
     key: 'repeatLastN', group: 'generate', flag: '--repeat-last-n', arg: 'N', native: { params: 'generate', key: 'sampling.repeatLastN' },
-    value: int(-1, 2 ** 24), default: 64, defaultText: '64',
+    ...int(C.sampling.repeatLastN),
     help: 'tokens --repeat-penalty and the presence/frequency penalties look back over; 0 = off, -1 = the context size',
   },
   {
     key: 'presencePenalty', group: 'generate', flag: '--presence-penalty', arg: 'N', native: { params: 'generate', key: 'sampling.presencePenalty' },
-    value: PENALTY, default: 0, defaultText: '0',
+    ...num(C.sampling.presencePenalty),
     help: 'subtract N from the logit of every token already seen (OpenAI presence_penalty); 0 = off',
   },
   {
     key: 'frequencyPenalty', group: 'generate', flag: '--frequency-penalty', arg: 'N', native: { params: 'generate', key: 'sampling.frequencyPenalty' },
-    value: PENALTY, default: 0, defaultText: '0',
+    ...num(C.sampling.frequencyPenalty),
     help: 'subtract N times its count from the logit of every token already seen (OpenAI frequency_penalty); 0 = off',
   },
   {
     key: 'contextShift', group: 'generate', flag: '--context-shift', native: { params: 'generate', key: 'contextShift' },
-    value: bool, default: false, defaultText: 'off',
+    value: bool, default: C.generate.contextShift.default, defaultText: 'off',
     help: 'when the context fills, drop the older half of it and go on (llama.cpp --context-shift) instead of stopping',
   },
   {
     key: 'chatml', group: 'generate', flag: '--chatml', native: { params: 'prepare', key: 'chatml' },
-    value: bool, default: false, defaultText: 'off',
+    value: bool, default: C.chatFormat.chatml.default, defaultText: 'off',
     help: "format the prompt as one user message with ChatML instead of the GGUF's own template",
   },
   {
     key: 'think', group: 'generate', flag: '--no-think', native: { params: 'prepare', key: 'think' },
-    value: bool, default: true, defaultText: 'thinking on',
+    value: bool, default: C.chatFormat.think.default, defaultText: 'thinking on',
     help: 'turn the template\'s reasoning off (Qwen3 thinking; gpt-oss answers on its final channel); implies --chat',
   },
   {
     key: 'logits', group: 'generate', flag: null, native: { params: 'generate', key: 'logits' },
-    value: bool, default: false, defaultText: 'off',
+    value: bool, default: C.generate.logits.default, defaultText: 'off',
     help: "attach each sampled position's logits to its token event (tests)",
   },
   // ---- session: createSession -------------------------------------------------------------------
@@ -266,8 +275,8 @@ export type OptionKey = Row['key'];
 /** The native keys of the rows that travel in the binding's `params` object ('stream.ioThreads', 'nCtx', ...). */
 export type NativeKeysOf<P extends NativeParams> = Extract<Row, { native: { params: P } }>['native']['key'];
 
-/** The keys of a group that the JS API exposes (rows with `api: false` left out). */
-export type ApiKeysOf<G extends OptionGroup> = Exclude<Extract<Row, { group: G }>, { api: false }>['key'];
+/** The keys of a group's rows. */
+export type ApiKeysOf<G extends OptionGroup> = Extract<Row, { group: G }>['key'];
 
 const BY_KEY = new Map<string, OptionRow>(OPTION_TABLE.map((r) => [r.key, r]));
 const BY_FLAG = new Map<string, OptionRow>(
@@ -305,9 +314,9 @@ export function optionByFlag(flag: string): OptionRow | undefined {
   return BY_FLAG.get(flag);
 }
 
-/** The rows of some groups, in table order; `api` rows only unless told otherwise. */
-export function optionRows(groups: readonly OptionGroup[], opts: { includeNativeOnly?: boolean } = {}): OptionRow[] {
-  return OPTION_TABLE.filter((r: OptionRow) => groups.includes(r.group) && (opts.includeNativeOnly || r.api !== false));
+/** The rows of some groups, in table order. */
+export function optionRows(groups: readonly OptionGroup[]): OptionRow[] {
+  return OPTION_TABLE.filter((r: OptionRow) => groups.includes(r.group));
 }
 
 /** The key's last segment: the property name inside its options object ('stream.ioThreads' → 'ioThreads'). */
@@ -334,37 +343,23 @@ export function setPath(root: Record<string, unknown>, path: string, value: unkn
   o[keys[keys.length - 1]!] = value;
 }
 
-/** The range of an integer row as C++ must accept it: the API's unless the row's native key says otherwise. */
-export interface NativeBound {
-  /** The option's API key. */
-  key: OptionKey;
-  /** The binding's parameter object and the key in it ('model', 'stream.ioThreads'). */
-  params: NativeParams;
-  nativeKey: string;
-  min: number;
-  max: number;
-  /** What C++ uses when the key is absent; null where the default is computed in JS (threads). */
-  default: number | null;
+/** The contract's group of a native key: which object of NATIVE_PARAMS holds it. */
+function contractGroup(n: NativeKey): keyof typeof NATIVE_PARAMS {
+  if (n.params === 'context') return 'context';
+  if (n.params === 'prepare') return 'chatFormat';
+  if (n.params === 'generate') return n.key.startsWith('sampling.') ? 'sampling' : 'generate';
+  return n.key.startsWith('stream.') ? 'stream' : 'model';
 }
 
+/** One field of core-native's contract (binding/contract.ts): its type, default and the range C++ accepts. */
+export type ContractField = { readonly type: string; readonly default: unknown; readonly min?: number; readonly max?: number; readonly values?: readonly string[] };
+
 /**
- * The native bounds of every integer option, from the table. C++ validates the same keys for
- * the direct API (addon/, stream/stream_config.cpp); a test compares the two.
+ * The contract's field behind a row's native key (undefined for a kv override: top-k travels as
+ * a GGUF override, which llama.cpp checks against the model).
  */
-export function nativeBounds(): NativeBound[] {
-  const out: NativeBound[] = [];
-  for (const r of OPTION_TABLE as readonly OptionRow[]) {
-    // Top-k travels as a GGUF kv override, which llama.cpp checks against the model.
-    if (!r.native || r.value.type !== 'int' || r.native.key.startsWith('kvOverrides.')) continue;
-    const def = typeof r.default === 'number' ? r.default : r.default === null ? (r.native.none ?? null) : null;
-    out.push({
-      key: r.key as OptionKey,
-      params: r.native.params,
-      nativeKey: r.native.key,
-      min: r.native.min ?? r.value.min,
-      max: r.native.max ?? r.value.max ?? Number.MAX_SAFE_INTEGER,
-      default: def,
-    });
-  }
-  return out;
+export function contractField(n: NativeKey): ContractField | undefined {
+  if (n.key.startsWith('kvOverrides.')) return undefined;
+  const group = NATIVE_PARAMS[contractGroup(n)] as Record<string, ContractField>;
+  return group[leafKey(n.key)];
 }

@@ -1,5 +1,7 @@
 #pragma once
 // Chat formatting through llama.cpp's common chat templates (the GGUF's own Jinja template).
+#include "bmoe/contract/params.h"
+
 #include <string>
 #include <vector>
 
@@ -13,9 +15,9 @@ struct chat_message {
 };
 
 struct chat_format_options {
-    bool chatml        = false; // ChatML instead of the GGUF's template
-    bool think         = true;  // false: Qwen3 enable_thinking=false; gpt-oss answers on its final channel
-    bool add_assistant = true;  // end with the assistant's generation prompt
+    bool chatml        = contract::chat_format::chatml.def;         // ChatML instead of the GGUF's template
+    bool think         = contract::chat_format::think.def;          // false: Qwen3 enable_thinking=false; gpt-oss answers on its final channel
+    bool add_assistant = contract::chat_format::add_assistant.def;  // end with the assistant's generation prompt
 };
 
 // What to append to a formatted prompt when thinking is off and the template is Harmony (gpt-oss),

@@ -16,15 +16,15 @@ namespace bmoe {
 
 struct generate_request {
     std::vector<llama_token> tokens;       // the whole conversation so far
-    int32_t                  max_tokens = 0;
+    int32_t                  max_tokens = (int32_t) contract::generate::max_tokens.def;
     sampling_params          sampling;
-    bool                     want_logits = false;
+    bool                     want_logits = contract::generate::want_logits.def;
     // A full context: false stops with "context"; true discards the older half of the cached
     // tokens after the first and shifts the rest down (llama-completion's context shift).
-    bool                     context_shift = false;
+    bool                     context_shift = contract::generate::context_shift.def;
     // One sampling step (or building the sampler) may take this long before the request fails:
     // a grammar's work grows with the ways the text may continue, and an abort must land within it.
-    int32_t                  grammar_step_ms = 10000;
+    int32_t                  grammar_step_ms = (int32_t) contract::generate::grammar_step_ms.def;
 };
 
 struct token_event {

@@ -6,6 +6,7 @@
 //                        lazy triggers and generation-prompt prefill, rejection sampling);
 //   sampler_chain.cpp  — the wasm32-wasi build, which has no common library: the same chain built
 //                        from libllama's samplers; user grammars only.
+#include "bmoe/contract/params.h"
 #include "llama.h"
 
 #include <cstdint>
@@ -34,15 +35,15 @@ struct grammar_spec {
 };
 
 struct sampling_params {
-    float    temperature       = 0.0f; // <= 0: the most likely token
-    int32_t  top_k             = 40;
-    float    top_p             = 0.95f;
-    float    min_p             = 0.0f;
-    uint32_t seed              = 0;
-    float    repeat_penalty    = 1.0f; // over the last repeat_last_n tokens, prompt included
-    int32_t  repeat_last_n     = 64;   // -1 = the whole context
-    float    presence_penalty  = 0.0f;
-    float    frequency_penalty = 0.0f;
+    float    temperature       = (float) contract::sampling::temperature.def;  // <= 0: the most likely token
+    int32_t  top_k             = (int32_t) contract::sampling::top_k.def;
+    float    top_p             = (float) contract::sampling::top_p.def;
+    float    min_p             = (float) contract::sampling::min_p.def;
+    uint32_t seed              = (uint32_t) contract::sampling::seed.def;
+    float    repeat_penalty    = (float) contract::sampling::repeat_penalty.def;  // over the last repeat_last_n tokens, prompt included
+    int32_t  repeat_last_n     = (int32_t) contract::sampling::repeat_last_n.def;  // -1 = the whole context
+    float    presence_penalty  = (float) contract::sampling::presence_penalty.def;
+    float    frequency_penalty = (float) contract::sampling::frequency_penalty.def;
     std::vector<llama_logit_bias> logit_bias;
     grammar_spec grammar;
 };

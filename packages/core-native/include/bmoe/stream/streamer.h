@@ -4,6 +4,7 @@
 // the layer's expert matmuls read it. Serial mode waits at the routing node; overlap mode returns
 // at once and waits per expert inside ggml-cpu's mul_mat_id (our patch 0002).
 #include "bmoe/cache/cache_policy.h"
+#include "bmoe/contract/stream_info.h"
 #include "bmoe/io/read_lanes.h"
 #include "bmoe/stream/decode_observer.h"
 #include "bmoe/stream/decode_choice.h"
@@ -23,30 +24,16 @@
 
 namespace bmoe {
 
-// What the streamer resolved at load, and its totals so far (NativeStreamInfo).
+// What the streamer resolved at load, and its totals so far (NativeStreamInfo): the members are
+// the contract's list (include/bmoe/contract/stream_info.h, documented in contract/stream-info.mjs).
+#define BMOE_STREAM_INFO_MEMBER(type, member, key) type member{};
 struct stream_info {
-    uint64_t    budget_bytes      = 0;  // resolved --cache-mb (auto applied)
-    int32_t     configured_slots  = 0;  // experts the budget holds
-    uint64_t    working_set_bytes = 0;  // one token's routed experts
-    uint64_t    expert_bytes      = 0;
-    uint64_t    dense_bytes       = 0;
-    int32_t     top_k             = 0;
-    int32_t     io_threads        = 0;
-    bool        overlap           = false;  // reads overlapped with compute: forced on, or auto chose it last
-    std::string overlap_setting;            // "on", "off" or "auto"
-    bool        route_ahead = false;        // route-ahead in force now (forced on, or auto chose it)
-    std::string route_ahead_setting;        // "on", "off" or "auto"
     struct probe_arm {
-        bool   overlap     = false;
-        bool   route_ahead = false;
-        double median_ms   = 0;             // per one-token decode, the current or last probe (0 before its first round)
-        int32_t timed      = 0;             // decodes behind it (a clearly slower combination is dropped early)
+        BMOE_PROBE_ARM_FIELDS(BMOE_STREAM_INFO_MEMBER)
     };
-    std::vector<probe_arm> probe;           // auto: every combination it compares
-    std::string warning;                // e.g. O_DIRECT refused, auto fell back to no cache
-    uint64_t    total_hits        = 0;
-    uint64_t    total_misses      = 0;
+    BMOE_STREAM_INFO_FIELDS(BMOE_STREAM_INFO_MEMBER)
 };
+#undef BMOE_STREAM_INFO_MEMBER
 
 struct streamer : decode_observer {
     // Opens lanes, rebinds the expert tensors of the mappings (`mapping_bases`: per shard of

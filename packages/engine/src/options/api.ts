@@ -4,64 +4,33 @@
 // it got (and keeps which option it was, for callers that name options otherwise, like the CLI).
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { BmoeError } from './errors.js';
-import { optionError, optionPathError, opt } from './options/errors.js';
-import { optionRow, optionRows, leafKey, type OptionGroup, type OptionKey, type OptionRow } from './options/table.js';
-import { checkValue, show } from './options/values.js';
-import { requestSchemas } from './options/request.js';
-import type { ToolChoice, ToolDefinition } from './messages.js';
+import type { NativeStreamParams } from '@bmoe/core-native';
+import { BmoeError } from '../errors.js';
+import { optionError, optionPathError, opt } from './errors.js';
+import { optionRow, optionRows, leafKey, type OptionGroup, type OptionKey, type OptionRow } from './table.js';
+import { checkValue, show } from './values.js';
+import { requestSchemas } from './request.js';
+import type { ToolChoice, ToolDefinition } from '../messages.js';
 
 export { show };
 
-/** How the experts are streamed from flash (issue 3). Ignored unless `moeStream` is true. */
-export interface StreamOptions {
+/**
+ * How the experts are streamed from flash: the binding's stream parameters (core-native's
+ * contract, where each is documented with its default once), every one optional, and `moeStream`
+ * to turn streaming on. Ignored unless `moeStream` is true.
+ */
+export interface StreamOptions extends Partial<Omit<NativeStreamParams, 'cacheCeilMb'>> {
   /** Stream the routed experts from the file instead of holding the model resident. Default false. */
   moeStream?: boolean;
-  /** Expert cache budget in MiB; 0 = no cache; 'auto' = what MemAvailable and the memory cgroup leave above a floor, capped by `cacheCeilMb`. Default 0. */
-  cacheMb?: number | 'auto';
-  /** Upper bound for `cacheMb: 'auto'`, in MiB. Default: no cap beyond the total expert bytes. */
+  /** Upper bound for `cacheMb: 'auto'`, in MiB (≥ 1). Default: no cap beyond the total expert bytes. */
   cacheCeilMb?: number;
-  /** Parallel read lanes, each with its own descriptor. Default 4. */
-  ioThreads?: number;
-  /**
-   * Hide each layer's expert reads behind its expert compute: true always, false never (serial),
-   * 'auto' measured: the streamer times one-token decodes in every allowed combination of overlap
-   * and route-ahead (round robin, 3 to 12 each: a clearly slower one leaves early, close ones are
-   * timed longer), keeps the one with the lowest median (within 2 % the simpler wins: overlap only
-   * where faster), and measures again every 128 tokens; the per-token
-   * `overlapped` metric says which way each decode went. Default 'auto'.
-   */
-  overlap?: boolean | 'auto';
-  /** Speculative read-ahead depth (predicted experts of the next layers); 0 = off. Default 0. */
-  prefetch?: number;
-  /**
-   * Read the experts the next MoE layer's router predicts from this layer's hidden state while
-   * this layer computes. Lossless: the real routing still decides what is computed; costs top-k
-   * extra cache slots. true always, false never, 'auto' measured with overlap (see `overlap`) and
-   * kept only where faster; the per-token `ahead_on` metric says which decodes read ahead.
-   * Default 'auto'.
-   */
-  routeAhead?: boolean | 'auto';
-  /** Read with O_DIRECT (falls back to buffered, with one warning, where refused). Default true. */
-  odirect?: boolean;
-  /** How the non-expert weights are held: the file mapping, or copied into anonymous memory. Default 'mmap'. */
-  denseWeights?: 'mmap' | 'anon';
-  /** Accept a cache budget below one token's routed working set. Default false. */
-  forceCache?: boolean;
 }
 
 /** `StreamOptions` with every default filled in: what reaches the native side as `stream`. */
-export interface ResolvedStreamOptions {
+export interface ResolvedStreamOptions extends Required<Omit<NativeStreamParams, 'cacheCeilMb'>> {
   moeStream: true;
-  cacheMb: number | 'auto';
+  /** null = no ceiling (sent to C++ as absent). */
   cacheCeilMb: number | null;
-  ioThreads: number;
-  overlap: boolean | 'auto';
-  prefetch: number;
-  routeAhead: boolean | 'auto';
-  odirect: boolean;
-  denseWeights: 'mmap' | 'anon';
-  forceCache: boolean;
 }
 
 export interface LoadOptions {
