@@ -64,7 +64,7 @@ export type {
   Tuning,
 } from './synth/preset-types.js';
 export { planModel, type ModelPlan, type PlanOptions, type PlannedTensor } from './synth/plan.js';
-export type { Fill } from './synth/drafts.js';
+export type { Fill } from './synth/arch-parts.js';
 export { makeModel, plantedSuccessors, type MakeModelOptions, type MadeModel } from './synth/make-model.js';
 export { routerBias, expertRanks } from './synth/fill.js';
 export { buildVocab, TokenType, type SynthVocab, type VocabStyle } from './synth/tokenizer.js';

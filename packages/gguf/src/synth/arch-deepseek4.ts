@@ -19,7 +19,7 @@
 import { GgmlType } from '../types.js';
 import type { GgufValue } from '../values.js';
 import { gv } from '../values.js';
-import { drafter, inv, type Draft } from './drafts.js';
+import { attentionKv, drafter, inv, outputStd, routedExperts, router, yarnKv, type Draft, type DraftFn } from './arch-parts.js';
 import type { Deepseek4Shape, Tuning } from './preset-types.js';
 
 /**
@@ -53,9 +53,7 @@ function hcBase(hc: number): number[] {
   return [...new Array<number>(2 * hc).fill(0), ...comb];
 }
 
-type G = ReturnType<typeof drafter>['g'];
-
-function hcTensors(g: G, s: Deepseek4Shape, prefix: string, i: number): void {
+function hcTensors(g: DraftFn, s: Deepseek4Shape, prefix: string, i: number): void {
   const hc = s.hc.mult;
   const mix = (2 + hc) * hc;
   g(`${prefix}_fn.weight`, [hc * s.nEmbd, mix], { kind: 'random', std: inv(hc * s.nEmbd) }, i, GgmlType.F32);
@@ -63,7 +61,7 @@ function hcTensors(g: G, s: Deepseek4Shape, prefix: string, i: number): void {
   g(`${prefix}_scale.weight`, [3], { kind: 'const', value: 0.1 }, i);
 }
 
-function attentionTensors(g: G, s: Deepseek4Shape, t: Tuning, i: number): void {
+function attentionTensors(g: DraftFn, s: Deepseek4Shape, t: Tuning, i: number): void {
   const n = s.nEmbd;
   const b = `blk.${i}`;
   const hd = s.headDim;
@@ -79,10 +77,10 @@ function attentionTensors(g: G, s: Deepseek4Shape, t: Tuning, i: number): void {
   // As the converter writes it: 2-D [n_head·head_dim / o_groups, o_lora_rank · o_groups]; llama.cpp reshapes it per group.
   g(`${b}.attn_output_a.weight`, [groupDim, s.oLoraRank * s.oGroups], { kind: 'random', std: inv(groupDim) }, i);
   const oIn = s.oGroups * s.oLoraRank;
-  g(`${b}.attn_output_b.weight`, [oIn, n], { kind: 'random', std: t.attn / (Math.sqrt(s.nLayer) * Math.sqrt(oIn) * 0.7) }, i);
+  g(`${b}.attn_output_b.weight`, [oIn, n], { kind: 'random', std: outputStd(t.attn, s.nLayer, oIn, 0.7) }, i);
 }
 
-function compressorTensors(g: G, s: Deepseek4Shape, i: number, ratio: number): void {
+function compressorTensors(g: DraftFn, s: Deepseek4Shape, i: number, ratio: number): void {
   if (ratio === 0) return;
   const n = s.nEmbd;
   const b = `blk.${i}`;
@@ -101,24 +99,18 @@ function compressorTensors(g: G, s: Deepseek4Shape, i: number, ratio: number): v
   g(`${b}.indexer_compressor_norm.weight`, [ix.headDim], { kind: 'const', value: 1 }, i);
 }
 
-function moeTensors(g: G, s: Deepseek4Shape, t: Tuning, i: number): void {
+function moeTensors(g: DraftFn, s: Deepseek4Shape, t: Tuning, i: number): void {
   const n = s.nEmbd;
-  const L = s.nLayer;
-  const f = s.nFfExp;
-  const E = s.nExpert;
-  const fs = f * s.nSharedExperts;
+  const fs = s.nFfExp * s.nSharedExperts;
   const b = `blk.${i}`;
   g(`${b}.ffn_norm.weight`, [n], { kind: 'const', value: 1 }, i);
-  g(`${b}.ffn_gate_inp.weight`, [n, E], { kind: 'router', layer: i, std: t.routerLogitStd / Math.sqrt(n), inputScale: 1 }, i);
+  router(g, s, t, i);
   if (i < dsv4HashLayers(s)) g(`${b}.ffn_gate_tid2eid.weight`, [s.nExpertUsed, s.nVocab], { kind: 'hashRoute', layer: i }, i, GgmlType.I32);
-  else g(`${b}.exp_probs_b.bias`, [E], { kind: 'routerBias', layer: i, scale: SQRT_SOFTPLUS_SLOPE }, i);
-  g(`${b}.ffn_gate_exps.weight`, [n, f, E], { kind: 'random', std: inv(n) }, i);
-  g(`${b}.ffn_up_exps.weight`, [n, f, E], { kind: 'random', std: inv(n) }, i);
-  const downStd = (t.moe * Math.sqrt(s.nExpertUsed / 2)) / (0.6 * Math.sqrt(f) * Math.sqrt(L) * s.routedScale);
-  g(`${b}.ffn_down_exps.weight`, [f, n, E], { kind: 'random', std: downStd }, i);
+  else g(`${b}.exp_probs_b.bias`, [s.nExpert], { kind: 'routerBias', layer: i, scale: SQRT_SOFTPLUS_SLOPE }, i);
+  routedExperts(g, s, t, i, s.routedScale);
   g(`${b}.ffn_gate_shexp.weight`, [n, fs], { kind: 'random', std: inv(n) }, i);
   g(`${b}.ffn_up_shexp.weight`, [n, fs], { kind: 'random', std: inv(n) }, i);
-  g(`${b}.ffn_down_shexp.weight`, [fs, n], { kind: 'random', std: (t.moe * t.sharedMlp) / (0.6 * Math.sqrt(fs) * Math.sqrt(L)) }, i);
+  g(`${b}.ffn_down_shexp.weight`, [fs, n], { kind: 'random', std: (t.moe * t.sharedMlp) / (0.6 * Math.sqrt(fs) * Math.sqrt(s.nLayer)) }, i);
 }
 
 export function deepseek4Tensors(s: Deepseek4Shape, t: Tuning): Draft[] {
@@ -147,15 +139,9 @@ export function deepseek4Kv(s: Deepseek4Shape): [string, GgufValue][] {
   const L = s.nLayer;
   return [
     [`${a}.embedding_length_out`, gv.u32(s.hc.mult * s.nEmbd)],
-    [`${a}.attention.head_count_kv`, gv.u32(1)],
-    [`${a}.attention.key_length`, gv.u32(s.headDim)],
-    [`${a}.attention.value_length`, gv.u32(s.headDim)],
+    ...attentionKv(a, gv.u32(1), s.headDim),
     [`${a}.rope.dimension_count`, gv.u32(s.ropeDim)],
-    [`${a}.rope.scaling.type`, gv.str('yarn')],
-    [`${a}.rope.scaling.factor`, gv.f32(s.yarn.factor)],
-    [`${a}.rope.scaling.original_context_length`, gv.u32(s.yarn.origCtx)],
-    [`${a}.rope.scaling.yarn_beta_fast`, gv.f32(s.yarn.betaFast)],
-    [`${a}.rope.scaling.yarn_beta_slow`, gv.f32(s.yarn.betaSlow)],
+    ...yarnKv(a, s.yarn),
     [`${a}.attention.q_lora_rank`, gv.u32(s.qLoraRank)],
     [`${a}.attention.sliding_window`, gv.u32(s.slidingWindow)],
     [`${a}.expert_shared_count`, gv.u32(s.nSharedExperts)],

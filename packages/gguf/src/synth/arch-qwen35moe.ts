@@ -16,7 +16,7 @@
 
 import type { GgufValue } from '../values.js';
 import { gv } from '../values.js';
-import { drafter, inv, type Draft } from './drafts.js';
+import { attentionKv, drafter, inv, outputStd, routedExperts, router, type Draft, type DraftFn } from './arch-parts.js';
 import type { Qwen35MoeShape, Tuning } from './preset-types.js';
 
 /**
@@ -42,7 +42,7 @@ function ssmA(heads: number): number[] {
   return Array.from({ length: heads }, (_, h) => -(1 + (7 * h) / Math.max(1, heads - 1)));
 }
 
-function deltaNetTensors(g: ReturnType<typeof drafter>['g'], s: Qwen35MoeShape, t: Tuning, i: number): void {
+function deltaNetTensors(g: DraftFn, s: Qwen35MoeShape, t: Tuning, i: number): void {
   const n = s.nEmbd;
   const L = s.nLayer;
   const b = `blk.${i}`;
@@ -57,10 +57,10 @@ function deltaNetTensors(g: ReturnType<typeof drafter>['g'], s: Qwen35MoeShape, 
   g(`${b}.ssm_beta.weight`, [n, H], { kind: 'random', std: inv(n) }, i);
   g(`${b}.ssm_alpha.weight`, [n, H], { kind: 'random', std: inv(n) }, i);
   g(`${b}.ssm_norm.weight`, [s.linear.headDim], { kind: 'const', value: 1 }, i);
-  g(`${b}.ssm_out.weight`, [valueDim, n], { kind: 'random', std: t.attn / (Math.sqrt(L) * Math.sqrt(valueDim) * 0.6) }, i);
+  g(`${b}.ssm_out.weight`, [valueDim, n], { kind: 'random', std: outputStd(t.attn, L, valueDim, 0.6) }, i);
 }
 
-function gatedAttentionTensors(g: ReturnType<typeof drafter>['g'], s: Qwen35MoeShape, t: Tuning, i: number): void {
+function gatedAttentionTensors(g: DraftFn, s: Qwen35MoeShape, t: Tuning, i: number): void {
   const n = s.nEmbd;
   const b = `blk.${i}`;
   const nq = s.nHead * s.headDim;
@@ -69,26 +69,21 @@ function gatedAttentionTensors(g: ReturnType<typeof drafter>['g'], s: Qwen35MoeS
   g(`${b}.attn_q.weight`, [n, 2 * nq], { kind: 'random', std: inv(n) }, i);
   g(`${b}.attn_k.weight`, [n, nkv], { kind: 'random', std: inv(n) }, i);
   g(`${b}.attn_v.weight`, [n, nkv], { kind: 'random', std: inv(n) }, i);
-  g(`${b}.attn_output.weight`, [nq, n], { kind: 'random', std: t.attn / (Math.sqrt(s.nLayer) * Math.sqrt(nq) * 0.38) }, i);
+  g(`${b}.attn_output.weight`, [nq, n], { kind: 'random', std: outputStd(t.attn, s.nLayer, nq, 0.38) }, i);
   g(`${b}.attn_q_norm.weight`, [s.headDim], { kind: 'const', value: 1 }, i);
   g(`${b}.attn_k_norm.weight`, [s.headDim], { kind: 'const', value: 1 }, i);
 }
 
-function moeTensors(g: ReturnType<typeof drafter>['g'], s: Qwen35MoeShape, t: Tuning, i: number): void {
+function moeTensors(g: DraftFn, s: Qwen35MoeShape, t: Tuning, i: number): void {
   const n = s.nEmbd;
-  const L = s.nLayer;
-  const f = s.nFfExp;
-  const E = s.nExpert;
   const b = `blk.${i}`;
-  g(`${b}.ffn_gate_inp.weight`, [n, E], { kind: 'router', layer: i, std: t.routerLogitStd / Math.sqrt(n), inputScale: 1 }, i);
-  g(`${b}.ffn_gate_exps.weight`, [n, f, E], { kind: 'random', std: inv(n) }, i);
-  g(`${b}.ffn_up_exps.weight`, [n, f, E], { kind: 'random', std: inv(n) }, i);
-  g(`${b}.ffn_down_exps.weight`, [f, n, E], { kind: 'random', std: (t.moe * Math.sqrt(s.nExpertUsed / 2)) / (0.6 * Math.sqrt(f) * Math.sqrt(L)) }, i);
+  router(g, s, t, i);
+  routedExperts(g, s, t, i);
   // Shared expert gate vector 0: sigmoid(0) = ½ for every token.
   g(`${b}.ffn_gate_inp_shexp.weight`, [n], { kind: 'const', value: 0 }, i);
   g(`${b}.ffn_gate_shexp.weight`, [n, s.nFfShexp], { kind: 'random', std: inv(n) }, i);
   g(`${b}.ffn_up_shexp.weight`, [n, s.nFfShexp], { kind: 'random', std: inv(n) }, i);
-  g(`${b}.ffn_down_shexp.weight`, [s.nFfShexp, n], { kind: 'random', std: (t.moe * t.sharedMlp) / (0.5 * 0.6 * Math.sqrt(s.nFfShexp) * Math.sqrt(L)) }, i);
+  g(`${b}.ffn_down_shexp.weight`, [s.nFfShexp, n], { kind: 'random', std: (t.moe * t.sharedMlp) / (0.5 * 0.6 * Math.sqrt(s.nFfShexp) * Math.sqrt(s.nLayer)) }, i);
 }
 
 export function qwen35moeTensors(s: Qwen35MoeShape, t: Tuning): Draft[] {
@@ -110,9 +105,7 @@ export function qwen35moeTensors(s: Qwen35MoeShape, t: Tuning): Draft[] {
 export function qwen35moeKv(s: Qwen35MoeShape): [string, GgufValue][] {
   const { valueDim } = linearDims(s);
   return [
-    ['qwen35moe.attention.head_count_kv', gv.u32(s.nHeadKv)],
-    ['qwen35moe.attention.key_length', gv.u32(s.headDim)],
-    ['qwen35moe.attention.value_length', gv.u32(s.headDim)],
+    ...attentionKv('qwen35moe', gv.u32(s.nHeadKv), s.headDim),
     ['qwen35moe.rope.dimension_count', gv.u32(s.ropeDim)],
     ['qwen35moe.rope.dimension_sections', gv.i32s(s.ropeSections)],
     ['qwen35moe.expert_shared_feed_forward_length', gv.u32(s.nFfShexp)],
