@@ -199,8 +199,8 @@ export class GenerationImpl implements Generation {
   private onToken(ev: NativeTokenEvent): void {
     // After an abort the caller has seen its last token; later ones (already in flight) are dropped.
     if (this.aborted || this.stopped) return;
-    // The native record carries every native column of the schema under its name (token_metrics.h,
-    // checked against COLUMNS by test/metrics-native.test.ts); MemAvailable is read here.
+    // The native record carries every native column of the schema under its name (both are
+    // generated from core-native's contract); MemAvailable is read here.
     const metrics = { ...ev.metrics, memAvailableBytes: readMemAvailableBytes() } as TokenMetrics;
     const text = this.utf8.push(ev.piece);
     const { delta, stopped } = this.stream.push(text, this.isLast(ev, metrics.tokenIndex));

@@ -2,7 +2,7 @@
 // where the option lives in the API, its `bmoe run` flag, its key in the native binding's
 // parameter objects, what values it takes, its default and its help. Derived from it: the zod
 // schemas (../options.ts), the native parameter objects (./native.ts), the flags of `bmoe run` and
-// `bmoe serve` (@bmoe/cli model-options.ts) and the README's flag table, the naming of option
+// `bmoe serve` (@bmoe/cli model-options.ts) and the flag table of docs/cli.md, the naming of option
 // errors in flags (./errors.ts), options → flags (./flags.ts). Pure data: no zod, nothing native.
 //
 // What crosses into C++ is not written here: a row names its native key, and the range C++
