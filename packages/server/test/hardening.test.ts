@@ -5,9 +5,9 @@ import { copyFile, mkdtemp, rm, truncate } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRequestGuard, createServer, type BmoeStatus } from '../src/index.js';
-import { clientFor, fixture, native, postJson, probeHealth, reboundFetch, startServer, type Started } from './helpers.js';
+import { clientFor, fixture, native, postJson, probeHealth, reboundFetch, serverForSuite, startServer } from './helpers.js';
 
 const user = (content: string): OpenAI.Chat.ChatCompletionMessageParam[] => [{ role: 'user', content }];
 const NATIVE_MAX = 2 ** 24;
@@ -19,13 +19,7 @@ async function status(url: string): Promise<BmoeStatus> {
 }
 
 describe.runIf(native)('one request cannot freeze the server', () => {
-  let s: Started;
-  beforeAll(async () => {
-    s = await startServer();
-  });
-  afterAll(async () => {
-    await s?.server.close();
-  });
+  const s = serverForSuite();
 
   it('refuses 30,000 short messages (under the body limit) at once, and /health answers meanwhile', async () => {
     const messages = Array.from({ length: 30_000 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: 'hi' }));
@@ -80,13 +74,7 @@ describe.runIf(native)('one request cannot freeze the server', () => {
 });
 
 describe.runIf(native)('every bound is a 400 naming its field, streamed or not', () => {
-  let s: Started;
-  beforeAll(async () => {
-    s = await startServer();
-  });
-  afterAll(async () => {
-    await s?.server.close();
-  });
+  const s = serverForSuite();
 
   const over = NATIVE_MAX + 1;
   it.each([
@@ -114,13 +102,7 @@ describe.runIf(native)('every bound is a 400 naming its field, streamed or not',
 });
 
 describe.runIf(native)('DNS rebinding: only this server’s own names are answered', () => {
-  let s: Started;
-  beforeAll(async () => {
-    s = await startServer({ apiKey: 'sekret' });
-  });
-  afterAll(async () => {
-    await s?.server.close();
-  });
+  const s = serverForSuite({ apiKey: 'sekret' });
 
   it('refuses a page that reached it by a foreign name with 403 and one line, on every path', async () => {
     const port = new URL(s.url).port;

@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { isNativeAvailable } from '@bmoe/engine';
 import OpenAI from 'openai';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
 import { createServer, type BmoeServer, type ServerOptions } from '../src/index.js';
 
@@ -45,6 +45,21 @@ export async function startServer(opts: Partial<ServerOptions> = {}): Promise<St
   const url = await server.listen();
   await server.ready;
   return { server, url, client: clientFor(url, opts.apiKey ?? 'unused') };
+}
+
+/**
+ * One server for the enclosing describe: started (model loaded) before its tests, closed after
+ * them. The object returned is filled in by the beforeAll hook: read it in tests and later hooks.
+ */
+export function serverForSuite(opts: Partial<ServerOptions> = {}): Started {
+  const s = {} as Started;
+  beforeAll(async () => {
+    Object.assign(s, await startServer(opts));
+  });
+  afterAll(async () => {
+    await (s.server as BmoeServer | undefined)?.close();
+  });
+  return s;
 }
 
 /** No retries: the tests look at each answer, including 429 and 503. */

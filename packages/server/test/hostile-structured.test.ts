@@ -3,8 +3,8 @@
 // naming the field and the cause in one short line, streamed or not; the server goes on; a client
 // that leaves during a slow grammar step frees the turn at once.
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { native, postJson, probeHealth, startServer, type Started } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { native, postJson, probeHealth, serverForSuite } from './helpers.js';
 
 const chat = (extra: Record<string, unknown>): string => JSON.stringify({ messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, ...extra });
 const schemaFormat = (schema: unknown): Record<string, unknown> => ({ response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } });
@@ -27,13 +27,7 @@ const HOSTILE: { name: string; body: string; param: string; message: RegExp }[] 
 ];
 
 describe.runIf(native)('hostile structured output (issue 28)', () => {
-  let s: Started;
-  beforeAll(async () => {
-    s = await startServer();
-  });
-  afterAll(async () => {
-    await s?.server.close();
-  });
+  const s = serverForSuite();
 
   it('each is a 400 naming the field and the cause in one line, within a second; /health answers throughout', async () => {
     const probe = probeHealth(s.url);

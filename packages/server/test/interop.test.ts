@@ -6,9 +6,9 @@
 // reasoning split from content, any model name served, and every unsupported field refused with a
 // 400 naming it.
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk } from '../src/index.js';
-import { THREADS, gptOssFixture, native, postJson, startServer, type Started } from './helpers.js';
+import { THREADS, gptOssFixture, native, postJson, serverForSuite } from './helpers.js';
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
@@ -109,16 +109,10 @@ async function streamed(client: OpenAI, params: Params) {
 }
 
 describe.skipIf(!native)('interop with the openai client (tiny qwen3moe, random weights)', () => {
-  let s: Started;
+  const s = serverForSuite({ load: { threads: THREADS }, aliases: ['tiny', 'gpt-4o-mini'] });
   let model: string;
-
-  beforeAll(async () => {
-    s = await startServer({ load: { threads: THREADS }, aliases: ['tiny', 'gpt-4o-mini'] });
+  beforeAll(() => {
     model = s.server.modelId;
-  });
-
-  afterAll(async () => {
-    await s?.server.close();
   });
 
   it('json_schema: every answer parses and validates, sampled with several seeds, streamed or not', async () => {
@@ -218,18 +212,10 @@ describe.skipIf(!native)('interop with the openai client (tiny qwen3moe, random 
 });
 
 describe.skipIf(!native)('tool calls with the openai client (tiny gpt-oss, greedy)', () => {
-  let s: Started;
+  const s = serverForSuite({ model: gptOssFixture(), load: { threads: THREADS } });
   const model = 'gpt-oss-whatever';
   /** Room for an analysis message the grammar allows before the call. */
   const MAX = 600;
-
-  beforeAll(async () => {
-    s = await startServer({ model: gptOssFixture(), load: { threads: THREADS } });
-  });
-
-  afterAll(async () => {
-    await s?.server.close();
-  });
 
   it("tools with tool_choice 'required': listed names, arguments that parse, finish_reason tool_calls, streamed alike", async () => {
     // Greedy answers whose analysis ends soon (some prompts, e.g. Paris, write analysis for hundreds of tokens).
@@ -313,15 +299,7 @@ describe.skipIf(!native)('tool calls with the openai client (tiny gpt-oss, greed
 });
 
 describe.skipIf(!native)('reasoning_content (tiny qwen3moe: its template reads <think>…</think> as reasoning)', () => {
-  let s: Started;
-
-  beforeAll(async () => {
-    s = await startServer({ load: { threads: THREADS } });
-  });
-
-  afterAll(async () => {
-    await s?.server.close();
-  });
+  const s = serverForSuite({ load: { threads: THREADS } });
 
   // Random weights do not think on their own: llama-server's `grammar` field forces an answer
   // that opens with a <think> block, and llama.cpp's parser for the template splits it off.
@@ -347,15 +325,7 @@ describe.skipIf(!native)('reasoning_content (tiny qwen3moe: its template reads <
 });
 
 describe.skipIf(!native)('fields this server does not implement: 400 naming each, never ignored', () => {
-  let s: Started;
-
-  beforeAll(async () => {
-    s = await startServer({ load: { threads: THREADS } });
-  });
-
-  afterAll(async () => {
-    await s?.server.close();
-  });
+  const s = serverForSuite({ load: { threads: THREADS } });
 
   const base = { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2, temperature: 0 };
 

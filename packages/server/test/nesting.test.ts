@@ -1,8 +1,8 @@
 // Issue 28: a request body nested thousands of levels deep (tool parameters, a response_format
 // schema, message content) is a 400 naming the field and the limit, never a 500 "Maximum call stack
 // size exceeded" from a recursive walk after validation; and the server goes on answering.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { native, postJson, startServer, type Started } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { native, postJson, serverForSuite } from './helpers.js';
 
 /** `n` levels of objects: {"a":{"a":...{}...}} (the outermost object is level 1). */
 const objects = (n: number): string => `${'{"a":'.repeat(n - 1)}{}${'}'.repeat(n - 1)}`;
@@ -30,13 +30,7 @@ const expected = {
 };
 
 describe.runIf(native)('a body nested deep is a 400 naming the field, never a 500', () => {
-  let s: Started;
-  beforeAll(async () => {
-    s = await startServer();
-  });
-  afterAll(async () => {
-    await s?.server.close();
-  });
+  const s = serverForSuite();
 
   for (const levels of [4_000, 100_000]) {
     for (const field of ['tools', 'response_format', 'content'] as const) {

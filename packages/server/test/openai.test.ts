@@ -4,7 +4,7 @@
 import { stat } from 'node:fs/promises';
 import { runSummarySchema, tokenMetricsSchema, type TokenMetrics } from '@bmoe/engine';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { BmoeResult, BmoeStatus, ChatCompletionChunk } from '../src/index.js';
 import {
   STREAM_CACHE_MB,
@@ -17,9 +17,8 @@ import {
   runCli,
   sample,
   scrape,
-  startServer,
+  serverForSuite,
   waitFor,
-  type Started,
 } from './helpers.js';
 
 
@@ -45,16 +44,10 @@ async function streamChat(client: OpenAI, model: string, content: string, maxTok
 }
 
 describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming, cache smaller than the experts)', () => {
-  let s: Started;
+  const s = serverForSuite({ load: { threads: THREADS, stream: { moeStream: true, cacheMb: STREAM_CACHE_MB } }, bodyLimitBytes: 64 * 1024 });
   let model: string;
-
-  beforeAll(async () => {
-    s = await startServer({ load: { threads: THREADS, stream: { moeStream: true, cacheMb: STREAM_CACHE_MB } }, bodyLimitBytes: 64 * 1024 });
+  beforeAll(() => {
     model = s.server.modelId;
-  });
-
-  afterAll(async () => {
-    await s?.server.close();
   });
 
   it('answers a non-streaming chat completion with usage and the bmoe summary', async () => {

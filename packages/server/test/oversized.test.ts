@@ -2,8 +2,8 @@
 // reads that answer instead of a reset: fastify refuses by Content-Length and closes the
 // connection, so the server reads and discards the rest of the body (within bounds) first.
 import { request } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type Started } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { serverForSuite } from './helpers.js';
 
 interface Upload {
   status: number | null;
@@ -49,13 +49,7 @@ function slowUpload(url: string, total: number): Promise<Upload> {
 }
 
 describe('oversized request bodies', () => {
-  let s: Started;
-  beforeAll(async () => {
-    s = await startServer(); // the default 1 MiB limit, as the soak's oversized requests meet it
-  });
-  afterAll(async () => {
-    await s?.server.close();
-  });
+  const s = serverForSuite(); // the default 1 MiB limit, as the soak's oversized requests meet it
 
   it('a client uploading 3 MiB slowly reads the 413, not a reset', async () => {
     const r = await slowUpload(s.url, 3 * 1024 * 1024);
