@@ -36,10 +36,12 @@ export {
   type RowResult,
   type TargetsOptions,
 } from './targets.js';
-export { fullHitRatio, pairedTargets, prebuiltTarget, rooflineRatio, targetsReport, type Target } from './targets-report.js';
+export { pairedTargets, prebuiltTarget, rooflineRatio, targetsReport, type Target } from './targets-report.js';
+export { fullHitRatio } from './full-hit.js';
 export { registerServeLoad, runServeLoad, serveLoadReport, type LatencyStats, type ServeLoadOptions, type ServeLoadResult } from './serve-load.js';
 export { parseDoneEvent, parsePeerRate, type DoneEvent } from './run-output.js';
 export { DEFAULT_SOAK, runSoak, soakFailures, soakReport, type SoakKindStats, type SoakOptions, type SoakReport } from './soak.js';
-export { ALLOWED as SOAK_ALLOWED_OUTCOMES, SOAK_KINDS, type Outcome as SoakOutcome, type SoakKind } from './soak-requests.js';
+export { ALLOWED as SOAK_ALLOWED_OUTCOMES, SOAK_KINDS, type SoakKind } from './soak-requests.js';
+export type { Outcome as SoakOutcome } from './soak-context.js';
 export { registerSoak } from './soak-command.js';
 export { WAIT_POLICIES, median, runWaiting, waitingArgv, waitingReport, type WaitPolicy, type WaitingCell, type WaitingOptions } from './waiting.js';

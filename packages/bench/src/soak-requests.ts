@@ -4,17 +4,11 @@
 // tools, and heavy ones within the bounds), each with the outcomes a healthy server may give it.
 // Anything else (a 500, a broken stream, a reset connection, a timeout) is unexpected.
 import OpenAI from 'openai';
+import { int, pick, type Outcome, type RequestContext } from './soak-context.js';
 import { STRUCTURED_KINDS, sendStructured, type StructuredKind } from './soak-structured.js';
 
 export const SOAK_KINDS = ['chat-stream', 'chat', 'completion', 'disconnect', 'oversized', 'malformed', 'bad-field', 'probe', ...STRUCTURED_KINDS] as const;
 export type SoakKind = (typeof SOAK_KINDS)[number];
-
-/**
- * How one request ended: an HTTP status ('200', '400', …), or 'aborted' (the client left on
- * purpose), 'stream-error' (200, then an error event or a stream cut short), 'network-error'
- * (connection refused or reset), 'timeout'.
- */
-export type Outcome = string;
 
 /**
  * The outcomes a healthy server may give each kind (429: the queue was full). A hostile
@@ -35,21 +29,6 @@ export const ALLOWED: Record<SoakKind, readonly Outcome[]> = {
   'hostile-tools': ['400'],
   'heavy-grammar': ['200', '429'],
 };
-
-export interface RequestContext {
-  url: string;
-  client: OpenAI;
-  model: string;
-  /** Uniform in [0, 1): the soak's seeded generator. */
-  random: () => number;
-  /** Per-request limit, ms. */
-  timeoutMs: number;
-  /** Aborted when the soak stops early (the server died). */
-  stop: AbortSignal;
-}
-
-const pick = <T>(r: () => number, items: readonly T[]): T => items[Math.floor(r() * items.length)] as T;
-const int = (r: () => number, lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
 
 const PROMPTS = ['Tell me about lighthouses.', 'Count to ten.', 'Write a haiku about rain.', 'Why is the sky blue?', 'Hello!'];
 

@@ -3,14 +3,10 @@
 // names the field, 'grammar', 'response_format' or 'tools', with a one-line message), and heavy
 // ones that stay within the server's bounds (they must be served). Each request is one seeded pick
 // from a list of variants, named so that an unexpected answer says which request it was.
-import type { Outcome, RequestContext } from './soak-requests.js';
+import { int, pick, type Outcome, type Random, type RequestContext } from './soak-context.js';
 
 export const STRUCTURED_KINDS = ['hostile-grammar', 'hostile-schema', 'hostile-tools', 'heavy-grammar'] as const;
 export type StructuredKind = (typeof STRUCTURED_KINDS)[number];
-
-type Random = () => number;
-const pick = <T>(r: Random, items: readonly T[]): T => items[Math.floor(r() * items.length)] as T;
-const int = (r: Random, lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
 
 /** Where a hostile request's 400 must point: its `param` is this field or a path inside it. */
 type Field = 'grammar' | 'response_format' | 'tools';

@@ -6,7 +6,8 @@
 // throughout, and fails on a crash, an answer a healthy server does not give, /health not 200
 // (within 5 s) during or after the soak, an unclean stop, or RSS growth beyond a bound.
 import OpenAI from 'openai';
-import { ALLOWED, SOAK_KINDS, sendRequest, type Outcome, type RequestContext, type Sent, type SoakKind } from './soak-requests.js';
+import type { Outcome, RequestContext } from './soak-context.js';
+import { ALLOWED, SOAK_KINDS, sendRequest, type Sent, type SoakKind } from './soak-requests.js';
 import { VARIANTS, type StructuredKind } from './soak-structured.js';
 import { readRssBytes, startServeProcess, type ServeProcess, type ServerExit } from './soak-server.js';
 

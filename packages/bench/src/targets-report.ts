@@ -1,6 +1,7 @@
 // `bmoe-bench targets`' report: the targets computed from the rows' results (pure: unit-tested
 // without running anything) and the markdown tables. The rows and how they run: targets.ts.
-import type { RunSummary, TokenMetrics } from '@bmoe/engine';
+import type { RunSummary } from '@bmoe/engine';
+import { fullHitRatio } from './full-hit.js';
 import { median } from './waiting.js';
 import type { RowResult, TargetsOptions, runTargets } from './targets.js';
 
@@ -19,20 +20,6 @@ export function prebuiltTarget(rows: readonly RowResult[]): Target | undefined {
   const ratio = spt(native) / spt(pre);
   const n = pre.roundSecondsPerToken?.length ?? 1;
   return [`prebuilt/native decode rate (native s/token ÷ prebuilt s/token, medians of ${n} interleaved rounds): ${pre.name}`, ratio, '≥ 0.97', ratio >= 0.97];
-}
-
-/**
- * Decode rate at a 100 % hit rate: the streamed run's decodes with zero expert misses, against
- * the resident run's decodes at the same token positions (attention cost grows with position).
- */
-export function fullHitRatio(resident: TokenMetrics[] | undefined, streamed: TokenMetrics[] | undefined): { ratio: number; tokens: number } | undefined {
-  if (!resident || !streamed) return undefined;
-  const at = new Map(resident.map((r) => [r.tokenIndex, r.wallMs]));
-  const pairs = streamed.filter((r) => r.tokenIndex > 0 && r.expertMisses === 0 && at.has(r.tokenIndex));
-  if (pairs.length === 0) return undefined;
-  const s = pairs.reduce((a, r) => a + r.wallMs, 0);
-  const r = pairs.reduce((a, p) => a + (at.get(p.tokenIndex) ?? 0), 0);
-  return { ratio: r / s, tokens: pairs.length };
 }
 
 /** [label, measured, goal, met] and, optionally, the decimals to print (default 3). */

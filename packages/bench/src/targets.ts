@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { inspectModel, llamaToolPath, parseMetricsCsv, prebuiltBinary, readCeiling, type ModelHeaderInfo, type PrebuiltBinary, type RunSummary, type TokenMetrics } from '@bmoe/engine';
 import { parseDoneEvent, parsePeerRate } from './run-output.js';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type MemoryCgroup } from './cgroup.js';
+import { fullHitRatio } from './full-hit.js';
 import { median } from './waiting.js';
-import { fullHitRatio } from './targets-report.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;

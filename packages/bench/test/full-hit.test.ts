@@ -2,7 +2,7 @@
 // resident run's decode at the same token position.
 import { emptyTokenMetrics, type TokenMetrics } from '@bmoe/engine';
 import { describe, expect, it } from 'vitest';
-import { fullHitRatio } from '../src/targets-report.js';
+import { fullHitRatio } from '../src/full-hit.js';
 
 const rec = (tokenIndex: number, wallMs: number, expertMisses = 0): TokenMetrics => ({ ...emptyTokenMetrics(), tokenIndex, wallMs, expertMisses });
 
