@@ -1,7 +1,21 @@
 import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GgmlType, GgufValueType, gv, layoutGguf, writeGguf, type GgufSpec, type GgufTensorInfo, type GgufValue } from '../src/index.js';
+import { expect } from 'vitest';
+import {
+  GgmlType,
+  GgufValueType,
+  describeModel,
+  gv,
+  layoutGguf,
+  planModel,
+  writeGguf,
+  type GgufSpec,
+  type GgufTensorInfo,
+  type GgufValue,
+  type ModelPlan,
+  type ModelShape,
+} from '../src/index.js';
 
 /** A fresh temporary directory, removed by the returned cleanup. */
 export function tempDir(prefix = 'bmoe-gguf-'): { dir: string; cleanup: () => void } {
@@ -139,4 +153,17 @@ export function tensorTypeAt(bytes: Buffer, name: string, dims: number): number 
   const at = bytes.indexOf(Buffer.concat([len, n]));
   if (at < 0) throw new Error(`tensor ${name} not found`);
   return at + 8 + n.length + 4 + 8 * dims;
+}
+
+/**
+ * A real-shape preset planned, not written (tens of GB): its plan and description, checked
+ * against the shape its config gives and a file size between minGb and maxGb (10^9 bytes).
+ */
+export function planRealShape(preset: string, shape: Partial<ModelShape>, [minGb, maxGb]: readonly [number, number]): { plan: ModelPlan; s: ModelShape } {
+  const plan = planModel({ preset });
+  const s = describeModel(plan.layout);
+  expect(s).toMatchObject(shape);
+  expect(plan.layout.fileSize / 1e9).toBeGreaterThan(minGb);
+  expect(plan.layout.fileSize / 1e9).toBeLessThan(maxGb);
+  return { plan, s };
 }

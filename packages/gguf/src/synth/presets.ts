@@ -92,9 +92,8 @@ const PRESETS: readonly Preset[] = [
     name: 'tiny-qwen3moe',
     description: 'Tiny qwen3moe for tests: 4 layers, n_embd 256, 16 experts top-4',
     shape: {
-      arch: 'qwen3moe', nEmbd: 256, nLayer: 4, nHead: 4, nHeadKv: 2, headDim: 64,
-      nExpert: 16, nExpertUsed: 4, nFfExp: 256, nFf: 1024, nVocab: 2048,
-      contextLength: 4096, rmsEps: 1e-6, ropeTheta: 1e6,
+      ...QWEN3_30B, nEmbd: 256, nLayer: 4, nHead: 4, nHeadKv: 2, headDim: 64,
+      nExpert: 16, nExpertUsed: 4, nFfExp: 256, nFf: 1024, nVocab: 2048, contextLength: 4096,
     },
     defaultQuant: 'q4_k_m',
     source: 'qwen3-30b-a3b scaled down; dims are multiples of 256 so every weight is a K-quant',
@@ -127,9 +126,8 @@ const PRESETS: readonly Preset[] = [
     name: 'demo-qwen3moe',
     description: 'Demo qwen3moe: ~300 MB, 8 layers, n_embd 1024, 64 experts top-8, mostly expert bytes',
     shape: {
-      arch: 'qwen3moe', nEmbd: 1024, nLayer: 8, nHead: 16, nHeadKv: 4, headDim: 64,
-      nExpert: 64, nExpertUsed: 8, nFfExp: 256, nFf: 2048, nVocab: 32768,
-      contextLength: 32768, rmsEps: 1e-6, ropeTheta: 1e6,
+      ...QWEN3_30B, nEmbd: 1024, nLayer: 8, nHead: 16, nHeadKv: 4, headDim: 64,
+      nExpert: 64, nExpertUsed: 8, nFfExp: 256, nFf: 2048, nVocab: 32768, contextLength: 32768,
     },
     defaultQuant: 'q4_k_m',
     source: 'qwen3moe architecture sized for `npm run demo`',
