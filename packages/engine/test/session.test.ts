@@ -83,9 +83,9 @@ describe('Session.generate', () => {
   });
 
   it('rejects a prompt that does not fit the context (once it is tokenized, off the JS thread)', async () => {
-    const { session } = fakeSession({}, 8);
-    const gen = session.generate('a long prompt');
-    await expect(gen.result).rejects.toMatchObject({ code: 'E_CONTEXT_FULL', message: 'the prompt is 14 tokens but the context holds 8 (contextSize, --ctx-size)' });
+    const { session } = fakeSession({}, 16);
+    const gen = session.generate('a prompt that is longer than sixteen tokens');
+    await expect(gen.result).rejects.toMatchObject({ code: 'E_CONTEXT_FULL', message: 'the prompt is 44 tokens but the context holds 16 (contextSize, --ctx-size)' });
     expect(session.busy).toBe(false);
   });
 
