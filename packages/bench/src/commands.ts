@@ -6,7 +6,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { analyzeRow, loadMatrixDir, summaryMarkdown } from './analyze.js';
 import { calibrate, calibrationReport } from './calibrate.js';
 import { DEFAULT_BENCH_MODEL } from './configs.js';
-import { DEFAULT_PROMPT, int, invokedCommand, num } from './flags.js';
+import { DEFAULT_PROMPT, engineFlag, int, invokedCommand, num, SHORT_PROMPT, threadsFlag } from './flags.js';
 import { registerMatrix } from './matrix-command.js';
 import { findBmoeCommand, modelCacheDir as cacheDir } from './runner.js';
 import { registerServeLoad } from './serve-load.js';
@@ -60,7 +60,7 @@ function registerCalibrate(program: Command, bmoe: () => string[]): void {
     .description("find the --router-skew at which a synthetic Qwen3-30B-A3B hits the cache like the spec's phone runs (53 % / 76 %)")
     .option('--layers <N>', 'layers of the calibration model', int(1), 4)
     .option('--n <N>', 'tokens per generation', int(2), 256)
-    .option('-t, --threads <N>', 'compute threads', int(1), 4)
+    .addOption(threadsFlag(4))
     .option('--grid <list>', 'comma-separated skews of the first pass', '0,0.5,1,1.5,2,3')
     .option('--refine <N>', 'refinement rounds', int(0), 2)
     .option('--work-dir <dir>', 'where calibration models are written', join(cacheDir(), 'calibrate'))
@@ -96,18 +96,25 @@ function rowKeys(v: string): RowKey[] {
   return ROW_KEYS.filter((k) => want.includes(k));
 }
 
-function registerTargets(program: Command, bmoe: () => string[]): void {
-  program
-    .command('targets')
-    .description('streaming vs mmap vs resident on one model, under a memory limit, with the disk ceiling')
+/** A command that times `bmoe run` on one model (targets, waiting): --model, --n, -t, --io-threads, --prompt. */
+function measureCommand(program: Command, name: string, description: string, tokens: { help: string; default: number }): Command {
+  return program
+    .command(name)
+    .description(description)
     .requiredOption('--model <file>', 'GGUF to measure')
+    .option('--n <N>', tokens.help, int(2), tokens.default)
+    .addOption(threadsFlag(2))
+    .addOption(engineFlag('stream.ioThreads'))
+    .option('--prompt <text>', 'prompt', SHORT_PROMPT);
+}
+
+function registerTargets(program: Command, bmoe: () => string[]): void {
+  measureCommand(program, 'targets', 'streaming vs mmap vs resident on one model, under a memory limit, with the disk ceiling', { help: 'tokens per row', default: 64 })
     .option('--mem-limit <GiB>', 'memory cgroup limit for the limited rows', num(0.25), 2)
-    .option('--n <N>', 'tokens per row', int(2), 64)
-    .option('-t, --threads <N>', 'compute threads', int(1), 2)
-    .option('--cache-mb <N>', 'cache of the cached rows, MiB', int(1), 1000)
-    .option('--io-threads <N>', 'read lanes', int(1), 4)
+    // The `cached` rows' cache, beside the `stream0` rows' none: a size (the row names and the
+    // peak-RSS bound read it as MiB), not 0 and not 'auto'.
+    .addOption(engineFlag('stream.cacheMb', { help: 'cache of the cached rows, MiB', default: 1000, min: 1, noAuto: true }))
     .option('--drop-caches', 'drop the page cache before every row (root)')
-    .option('--prompt <text>', 'prompt', 'The quick brown fox jumps over the lazy dog')
     .option('--rows <keys>', `rows to run, comma-separated (${ROW_KEYS.join(', ')})`, rowKeys, [...ROW_KEYS])
     .option('--baseline-n <N>', 'tokens for the mmap baseline and llama-completion rows (default: --n)', int(1))
     .option('--rounds <N>', 'interleaved rounds of resident with prebuilt and resident-top1, of repack/all-repack and, when an -auto row is asked for, of its family (stream0*, cached*), each row its median round (other rows run once)', int(1), 3)
@@ -135,16 +142,10 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
 }
 
 function registerWaiting(program: Command, bmoe: () => string[]): void {
-  program
-    .command('waiting')
-    .description("how the compute threads wait (OpenMP's OMP_WAIT_POLICY), streamed with lanes running, alone and beside a busy process")
-    .requiredOption('--model <file>', 'GGUF to measure')
-    .option('--n <N>', 'tokens per run', int(2), 48)
-    .option('-t, --threads <N>', 'compute threads', int(1), 2)
-    .option('--io-threads <N>', 'read lanes', int(1), 4)
-    .option('--cache-mb <N>', 'expert cache, MiB', int(0), 0)
+  measureCommand(program, 'waiting', "how the compute threads wait (OpenMP's OMP_WAIT_POLICY), streamed with lanes running, alone and beside a busy process", { help: 'tokens per run', default: 48 })
+    // The report states the cache in MiB: a size, not 'auto'.
+    .addOption(engineFlag('stream.cacheMb', { help: 'expert cache, MiB', noAuto: true }))
     .option('--rounds <N>', 'interleaved rounds (each cell reports its median)', int(1), 3)
-    .option('--prompt <text>', 'prompt', 'The quick brown fox jumps over the lazy dog')
     .action(async (o: { model: string; n: number; threads: number; ioThreads: number; cacheMb: number; rounds: number; prompt: string }) => {
       const wopts = { model: o.model, n: o.n, threads: o.threads, lanes: o.ioThreads, cacheMb: o.cacheMb, rounds: o.rounds, prompt: o.prompt, bmoe: bmoe(), log: (l: string) => process.stderr.write(`${l}\n`) };
       const r = await runWaiting(wopts);

@@ -7,7 +7,7 @@ import { MultiBar, Presets } from 'cli-progress';
 import { inspectModel, type BenchRow } from '@bmoe/engine';
 import { runInCgroup } from './cgroup.js';
 import { DEFAULT_BENCH_MODEL, loadConfigSet } from './configs.js';
-import { DEFAULT_PROMPT, collect, int, invokedCommand, num } from './flags.js';
+import { DEFAULT_PROMPT, collect, int, invokedCommand, num, threadsFlag } from './flags.js';
 import { runMatrix, type MatrixProgress } from './matrix.js';
 import { modelCacheDir as cacheDir } from './runner.js';
 
@@ -149,7 +149,7 @@ export function registerMatrix(program: Command, bmoe: () => string[]): void {
     .option('--cooldown <S>', 'seconds to wait between rows', num(0), 0)
     .option('--drop-caches', 'drop the page cache before each row (root)')
     .option('--prompt <text>', 'prompt', DEFAULT_PROMPT)
-    .option('-t, --threads <N>', 'compute threads', int(1), 4)
+    .addOption(threadsFlag(4))
     .option('--retry-failed', 'rerun rows recorded as failed or OOM-killed')
     .option('--no-progress', 'plain log lines instead of progress bars')
     .action((o: MatrixFlags) => matrixAction(o, bmoe));

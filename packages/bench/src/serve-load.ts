@@ -6,6 +6,7 @@ import { percentile } from '@bmoe/engine/metrics';
 import type { LoadOptions } from '@bmoe/engine';
 import { InvalidArgumentError, type Command } from 'commander';
 import OpenAI from 'openai';
+import { engineFlag, threadsFlag } from './flags.js';
 
 export interface ServeLoadOptions {
   /** A running server's base URL (`http://127.0.0.1:8080`, without /v1). Exclusive with `model`. */
@@ -186,7 +187,7 @@ interface ServeLoadFlags {
   prompt?: string;
   threads: number;
   moeStream?: boolean;
-  cacheMb?: number;
+  cacheMb?: number | 'auto';
   apiKey?: string;
   json?: boolean;
 }
@@ -202,9 +203,9 @@ export function registerServeLoad(program: Command): void {
     .option('--requests <N>', 'requests per client, one after another', count('--requests', 1), 4)
     .option('--max-tokens <N>', 'max_tokens per request (greedy)', count('--max-tokens', 1), 32)
     .option('--prompt <text>', 'user message (each request appends #client.request)')
-    .option('-t, --threads <N>', 'compute threads of the server started with --model', count('--threads', 1), 2)
+    .addOption(threadsFlag(2, 'compute threads of the server started with --model'))
     .option('--moe-stream', 'stream experts in the server started with --model')
-    .option('--cache-mb <N>', 'expert cache of the server started with --model (with --moe-stream)', count('--cache-mb', 0))
+    .addOption(engineFlag('stream.cacheMb', { help: 'expert cache of the server started with --model (with --moe-stream)', default: null }))
     .option('--api-key <key>', 'Bearer key (for a server with --api-key)')
     .option('--json', 'print the result as JSON')
     .action(async (f: ServeLoadFlags) => {

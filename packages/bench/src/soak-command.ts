@@ -4,6 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { InvalidArgumentError, type Command } from 'commander';
 import { runInCgroup } from './cgroup.js';
+import { engineFlag, threadsFlag } from './flags.js';
 import { modelCacheDir } from './runner.js';
 import { DEFAULT_SOAK, runSoak, soakReport } from './soak.js';
 
@@ -23,7 +24,7 @@ interface SoakFlags {
   seed?: number;
   threads: number;
   moeStream?: boolean;
-  cacheMb?: number;
+  cacheMb?: number | 'auto';
   maxQueue?: number;
   json?: boolean;
 }
@@ -48,9 +49,9 @@ export function registerSoak(program: Command, bmoe: () => string[]): void {
     .option('--clients <K>', 'concurrent clients', integer('--clients', 1, 256), DEFAULT_SOAK.clients)
     .option('--max-rss-growth-mb <N>', "largest allowed growth of the server's RSS from start (after a warm-up) to end", integer('--max-rss-growth-mb', 0, 1 << 20), DEFAULT_SOAK.maxRssGrowthMb)
     .option('--seed <N>', 'seed of the request mix (default: random, reported)', integer('--seed', 0, 2 ** 31 - 1))
-    .option('-t, --threads <N>', 'compute threads of the server', integer('--threads', 1, 1024), 2)
+    .addOption(threadsFlag(2, 'compute threads of the server'))
     .option('--moe-stream', 'stream experts in the server')
-    .option('--cache-mb <N>', 'expert cache of the server, MiB (with --moe-stream)', integer('--cache-mb', 0, 1 << 24))
+    .addOption(engineFlag('stream.cacheMb', { help: 'expert cache of the server, MiB (with --moe-stream)', default: null }))
     .option('--max-queue <N>', "the server's --max-queue (default: the server's)", integer('--max-queue', 0, 1_000_000))
     .option('--json', 'print the report as JSON')
     .action(async (f: SoakFlags) => {

@@ -4,7 +4,7 @@
 // rounds' medians, its target), the defaults against serial and the best forced combination round
 // by round, the expert compute per token (resident against top-1) and the layer-dependency bound
 // of overlap, and real runs on tiny models inside a memory cgroup, end to end through the executable.
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -370,13 +370,13 @@ describe('ceilingTargets', () => {
 
 const isRoot = process.getuid?.() === 0;
 
+/** `bmoe-bench targets ARGS`, its rows run by this checkout's CLI. */
+const targets = (args: string[]): SpawnSyncReturns<string> =>
+  spawnSync(process.execPath, [BENCH, 'targets', ...args], { encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI }, timeout: 300_000 });
+
 describe.runIf(isRoot)('bmoe-bench targets on a split model (root: memory cgroup)', () => {
   it('streams the split model under the limit and reports its ratios', () => {
-    const r = spawnSync(
-      process.execPath,
-      [BENCH, 'targets', '--model', first, '--rows', 'stream0-overlap,mmap,stream0', '--n', '8', '--baseline-n', '4', '--mem-limit', '1', '--io-threads', '2'],
-      { encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI }, timeout: 300_000 },
-    );
+    const r = targets(['--model', first, '--rows', 'stream0-overlap,mmap,stream0', '--n', '8', '--baseline-n', '4', '--mem-limit', '1', '--io-threads', '2']);
     expect(r.stderr).toMatch(/read ceiling: \d+ MiB\/s/);
     expect(r.status).toBe(0);
     // The rows asked for, in run order, each with a rate (not an error).
@@ -394,11 +394,7 @@ describe.runIf(isRoot)('bmoe-bench targets on a split model (root: memory cgroup
   });
 
   it('runs the defaults row interleaved with its family for --rounds rounds and compares them round by round', () => {
-    const r = spawnSync(
-      process.execPath,
-      [BENCH, 'targets', '--model', first, '--rows', 'stream0-auto,stream0', '--rounds', '2', '--n', '8', '--mem-limit', '1', '--io-threads', '2'],
-      { encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI }, timeout: 300_000 },
-    );
+    const r = targets(['--model', first, '--rows', 'stream0-auto,stream0', '--rounds', '2', '--n', '8', '--mem-limit', '1', '--io-threads', '2']);
     expect(r.status, r.stderr).toBe(0);
     const serial = 'stream cache 0, 2 lanes (limited)';
     const auto = 'stream cache 0, 2 lanes, defaults: overlap auto + route-ahead auto (limited)';
@@ -413,11 +409,7 @@ describe.runIf(isRoot)('bmoe-bench targets on a split model (root: memory cgroup
   });
 
   it('runs resident-top1 (bmoe run --n-expert-used 1) interleaved with resident and reports the expert compute', () => {
-    const r = spawnSync(
-      process.execPath,
-      [BENCH, 'targets', '--model', single, '--rows', 'resident-top1,resident', '--rounds', '2', '--n', '8'],
-      { encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI }, timeout: 300_000 },
-    );
+    const r = targets(['--model', single, '--rows', 'resident-top1,resident', '--rounds', '2', '--n', '8']);
     expect(r.status, r.stderr).toBe(0);
     const resident = 'resident (repack off, no limit)';
     const top1 = 'resident, --n-expert-used 1 (repack off, no limit; measures expert compute)';
@@ -428,7 +420,7 @@ describe.runIf(isRoot)('bmoe-bench targets on a split model (root: memory cgroup
   });
 
   it('refuses an unknown row in one line', () => {
-    const r = spawnSync(process.execPath, [BENCH, 'targets', '--model', single, '--rows', 'stream0,bogus'], { encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI } });
+    const r = targets(['--model', single, '--rows', 'stream0,bogus']);
     expect(r.status).not.toBe(0);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain('unknown row bogus');
