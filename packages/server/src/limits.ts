@@ -2,10 +2,17 @@
 // each naming its field in a 400. The prompt bounds follow from the context: a request over them
 // could never fit, and templating and tokenizing it would cost time (llama.cpp's special-token
 // split grows with the square of the special tokens in the text) for nothing.
+import { optionRow, type IntSpec, type OptionKey } from '@bmoe/engine/options';
 import { badRequest, type ApiError } from './errors.js';
 
-/** The native core's largest count (`max_tokens`, `top_k`): 2^24. */
-export const NATIVE_MAX_COUNT = 2 ** 24;
+/** The largest value an integer option takes: its row of the engine's option table (whose native bounds are core-native's contract). */
+export function optionMax(key: OptionKey): number {
+  const v = optionRow(key).value as IntSpec;
+  return v.max ?? Number.MAX_SAFE_INTEGER;
+}
+
+/** The native core's largest count (`max_tokens`, `top_k`): 2^24, as the option table says. */
+export const NATIVE_MAX_COUNT = optionMax('maxTokens');
 
 /** A chat template spends at least this many tokens per message (its role markers). */
 const MIN_TOKENS_PER_MESSAGE = 4;

@@ -3,7 +3,7 @@
 // `response_format`, and the two kinds of field this server does not act on: `unsupported(...)`
 // (refused with 400 unless at its off value) and `ignored(...)` (accepted without effect).
 import { z } from 'zod';
-import { NATIVE_MAX_COUNT } from './limits.js';
+import { optionMax } from './limits.js';
 
 export const NULLABLE = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
@@ -30,26 +30,29 @@ export const ignored = <T extends z.ZodType>(t: T) => NULLABLE(t);
 // ---- sampling ------------------------------------------------------------------------------------
 
 // Counts the native core takes up to 2^24: a larger one is refused here, naming the field.
-const MAX_TOKENS = `must be an integer from 1 to ${NATIVE_MAX_COUNT}`;
-export const maxTokens = NULLABLE(z.number(MAX_TOKENS).int(MAX_TOKENS).positive(MAX_TOKENS).max(NATIVE_MAX_COUNT, MAX_TOKENS));
+/** An integer field from `min` to its option's largest value (the option table's range). */
+function intField(option: 'maxTokens' | 'topK' | 'seed' | 'repeatLastN', min: number, minText = String(min)) {
+  const max = optionMax(option);
+  const message = `must be an integer from ${minText} to ${max}`;
+  return NULLABLE(z.number(message).int(message).min(min, message).max(max, message));
+}
+
+export const maxTokens = intField('maxTokens', 1);
 const TEMP = 'must be a number from 0 to 2';
 export const temperature = NULLABLE(z.number(TEMP).min(0, TEMP).max(2, TEMP));
 const TOP_P = 'must be a number in (0, 1]';
 export const topP = NULLABLE(z.number(TOP_P).gt(0, TOP_P).lte(1, TOP_P));
 const MIN_P = 'must be a number from 0 (off) to 1';
 export const minP = NULLABLE(z.number(MIN_P).min(0, MIN_P).max(1, MIN_P));
-const TOP_K = `must be an integer from 0 (off) to ${NATIVE_MAX_COUNT}`;
-export const topK = NULLABLE(z.number(TOP_K).int(TOP_K).nonnegative(TOP_K).max(NATIVE_MAX_COUNT, TOP_K));
-const SEED = 'must be an integer from 0 to 4294967295';
-export const seed = NULLABLE(z.number(SEED).int(SEED).min(0, SEED).max(0xffffffff, SEED));
+export const topK = intField('topK', 0, '0 (off)');
+export const seed = intField('seed', 0);
 const PENALTY = 'must be a number from -2 to 2';
 /** OpenAI's presence / frequency penalties (0 = off). */
 export const penalty = NULLABLE(z.number(PENALTY).min(-2, PENALTY).max(2, PENALTY));
 const REPEAT = 'must be a number from 0 to 10 (1 = off)';
 /** llama.cpp's repeat penalty (llama-server's `repeat_penalty`). */
 export const repeatPenalty = NULLABLE(z.number(REPEAT).min(0, REPEAT).max(10, REPEAT));
-const LAST_N = `must be an integer from 0 to ${NATIVE_MAX_COUNT}`;
-export const repeatLastN = NULLABLE(z.number(LAST_N).int(LAST_N).min(0, LAST_N).max(NATIVE_MAX_COUNT, LAST_N));
+export const repeatLastN = intField('repeatLastN', 0);
 
 /** Longest stop sequence: the engine holds back up to its length of text and rescans it per token. */
 export const MAX_STOP_CHARS = 256;
