@@ -23,6 +23,7 @@ import {
 } from './select.js';
 
 export type * from './types.js';
+export type * from './contract.js';
 export { NATIVE_CONSTANTS, NATIVE_PARAMS, TOKEN_COLUMNS } from './contract.js';
 export {
   CPU_VARIANTS,

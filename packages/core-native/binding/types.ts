@@ -8,23 +8,10 @@ import type {
   NativeGenerateFields,
   NativeLogitBias,
   NativeModelFields,
-  NativeProbeArm,
   NativeSamplingFields,
   NativeStreamInfo,
   NativeStreamParams,
 } from './contract.js';
-
-export type {
-  NativeChatFormat,
-  NativeContextParams,
-  NativeGenerateFields,
-  NativeLogitBias,
-  NativeModelFields,
-  NativeProbeArm,
-  NativeSamplingFields,
-  NativeStreamInfo,
-  NativeStreamParams,
-};
 
 /** A GGUF metadata override, as llama.cpp's `--override-kv`. */
 export interface NativeKvOverride {
