@@ -40,6 +40,7 @@ export { pairedTargets, prebuiltTarget, rooflineRatio, targetsReport, type Targe
 export { fullHitRatio } from './full-hit.js';
 export { registerServeLoad, runServeLoad, serveLoadReport, type LatencyStats, type ServeLoadOptions, type ServeLoadResult } from './serve-load.js';
 export { parseDoneEvent, parsePeerRate, type DoneEvent } from './run-output.js';
+export { llamaCompletionArgv, llamaCompletionTool, type LlamaCompletionRun } from './llama-completion.js';
 export { DEFAULT_SOAK, runSoak, soakFailures, soakReport, type SoakKindStats, type SoakOptions, type SoakReport } from './soak.js';
 export { ALLOWED as SOAK_ALLOWED_OUTCOMES, SOAK_KINDS, type SoakKind } from './soak-requests.js';
 export type { Outcome as SoakOutcome } from './soak-context.js';

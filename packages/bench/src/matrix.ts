@@ -11,7 +11,6 @@ import { join, resolve } from 'node:path';
 import {
   benchRowSchema,
   inspectModel,
-  llamaToolPath,
   parseMetricsCsv,
   readDeviceSensors,
   type BenchRow,
@@ -22,6 +21,7 @@ import {
 } from '@bmoe/engine';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type CgroupRun, type MemoryCgroup } from './cgroup.js';
 import { modelSlug, resolveFlags, rowStem, type BenchConfig } from './configs.js';
+import { llamaCompletionArgv } from './llama-completion.js';
 import { parseDoneEvent, parsePeerRate } from './run-output.js';
 import { foldPressure, startPressureSampler, type PressureSample } from './pressure.js';
 
@@ -192,7 +192,8 @@ async function runRow(
   const peer = config.tool === 'llama-completion';
   // A row without --moe-stream measures resident/mmap, not what bmoe's settings rule would pick.
   const resident = flags.some((f) => f === '--moe-stream' || f === '--no-moe-stream') ? [] : ['--no-moe-stream'];
-  const argv = peer ? peerArgv(o, model, flags) : [...o.bmoe, 'run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', '--csv', csvPart, ...flags, ...resident];
+  // A peer row's config flags say its repacking (the spec's: -nr).
+  const argv = peer ? llamaCompletionArgv({ model, prompt: o.prompt, nPredict: o.n, threads: o.threads, extraArgs: flags }) : [...o.bmoe, 'run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', '--csv', csvPart, ...flags, ...resident];
 
   const startedAt = new Date().toISOString();
   const { run, pressureStart, samples } = await spawnRow(o, argv, cg);
@@ -233,13 +234,6 @@ async function runRow(
   writeAtomic(join(o.out, `${stem}.log`), run.stderr);
   writeAtomic(join(o.out, `${stem}.metrics.json`), `${JSON.stringify(benchRowSchema.parse(row), null, 2)}\n`);
   return row;
-}
-
-/** A peer row's argv: llama.cpp's own llama-completion, greedy, no warm-up. */
-function peerArgv(o: MatrixOptions, model: string, flags: string[]): string[] {
-  const tool = llamaToolPath('llama-completion');
-  if (!tool) throw new Error("llama.cpp's llama-completion is not built (packages/core-native/build/bin): run the setup first");
-  return [tool, '-m', model, '-p', o.prompt, '-n', String(o.n), '-no-cnv', '--temp', '0', '-t', String(o.threads), '--no-warmup', ...flags];
 }
 
 /** Reports `--json` token events of stdout (split across chunks) to `onToken`. */

@@ -14,6 +14,7 @@ import { inspectModel, llamaToolPath, parseMetricsCsv, prebuiltBinary, readCeili
 import { parseDoneEvent, parsePeerRate } from './run-output.js';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type MemoryCgroup } from './cgroup.js';
 import { fullHitRatio } from './full-hit.js';
+import { llamaCompletionArgv } from './llama-completion.js';
 import { median } from './waiting.js';
 
 const MiB = 1024 * 1024;
@@ -329,10 +330,11 @@ function medianRounds(runs: RowResult[][]): RowResult[] {
 
 /** One row: `bmoe run --json` (or llama-completion), and what its output says. */
 async function runRow(o: TargetsOptions, row: Row, cg: MemoryCgroup | null, csvPath: string): Promise<RowResult> {
-  const n = String(row.baseline ? (o.baselineN ?? o.n) : o.n);
+  const n = row.baseline ? (o.baselineN ?? o.n) : o.n;
   const argv = row.peer
-    ? [llamaToolPath('llama-completion') ?? 'llama-completion', '-m', o.model, '-p', o.prompt, '-n', n, '-no-cnv', '--temp', '0', '-t', String(o.threads), '-nr', '--no-warmup']
-    : [...(row.env ? ['env', ...Object.entries(row.env).map(([k, v]) => `${k}=${v}`)] : []), ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', n, '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];
+    ? // Not built here: the one on PATH, else the row fails (exit 127) and the other rows still run.
+      llamaCompletionArgv({ binary: llamaToolPath('llama-completion') ?? 'llama-completion', model: o.model, prompt: o.prompt, nPredict: n, threads: o.threads, repack: false })
+    : [...(row.env ? ['env', ...Object.entries(row.env).map(([k, v]) => `${k}=${v}`)] : []), ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(n), '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];
   const r = await runInCgroup(argv, cg, (o.timeoutMin ?? 30) * 60_000);
   const res: RowResult = { key: row.key, name: row.name, limited: row.limited, ok: false, cgroupPeakBytes: row.limited ? r.peakBytes : null };
   if (r.oomKilled || r.code !== 0) {

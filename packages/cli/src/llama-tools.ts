@@ -17,7 +17,7 @@ export interface LlamaCompletionOptions {
   threads?: number;
   /** Appended to the defaults (e.g. ['--override-kv', 'qwen3moe.expert_used_count=int:6']). */
   extraArgs?: readonly string[];
-  /** Default: findLlamaTool('llama-completion'). */
+  /** Default: the one built from the pinned source (a one-line error when it is not built). */
   binary?: string;
   /** Let llama.cpp repack weights (its own default; bmoe's `--repack`). Default false (`-nr`). */
   repack?: boolean;
@@ -26,21 +26,22 @@ export interface LlamaCompletionOptions {
 /**
  * Greedy text from `llama-completion -no-cnv --temp 0 -nr --no-warmup` (repacking off, as bmoe's
  * default), without the prompt echo (--no-display-prompt) and without the tool's trailing
- * " [end of text]" marker and blank lines.
+ * " [end of text]" marker and blank lines. The argv is @bmoe/bench's llamaCompletionArgv, the one
+ * the bench's peer rows run: loaded on use, as the CLI's optional peer (llama-completion itself
+ * is built only in a checkout, which has the bench).
  */
 export async function runLlamaCompletion(opts: LlamaCompletionOptions): Promise<string> {
-  const bin = opts.binary ?? findLlamaTool('llama-completion');
-  if (!bin) throw new Error('llama-completion is not built (packages/core-native/build/bin)');
-  const args = [
-    '-m', opts.model,
-    '-p', opts.prompt,
-    '-n', String(opts.nPredict ?? 32),
-    '-no-cnv', '--temp', '0',
-    '-t', String(opts.threads ?? 2),
-    ...(opts.repack ? [] : ['-nr']),
-    '--no-warmup', '--no-display-prompt', '--simple-io',
-    ...(opts.extraArgs ?? []),
-  ];
+  const { llamaCompletionArgv } = await import('@bmoe/bench');
+  const [bin, ...args] = llamaCompletionArgv({
+    model: opts.model,
+    prompt: opts.prompt,
+    nPredict: opts.nPredict ?? 32,
+    threads: opts.threads ?? 2,
+    repack: opts.repack ?? false,
+    textOnly: true,
+    extraArgs: opts.extraArgs,
+    binary: opts.binary,
+  });
   // llama-completion prints through llama.cpp's asynchronous logger, whose queue can still hold the
   // last tokens when the process exits on a loaded machine (the logger is leaked on purpose, never
   // flushed at exit). A complete run ends with the tool's closing "\n\n": retry the (deterministic)
