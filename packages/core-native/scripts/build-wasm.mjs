@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds the wasm32-wasi addon (wasm/CMakeLists.txt) into build-wasm32-wasi/ and copies
+// Builds the wasm32-wasi addon (src/wasm/CMakeLists.txt) into build-wasm32-wasi/ and copies
 // bmoe.wasm32-wasi.wasm into npm/wasm32-wasi/ beside its JS glue (bmoe.wasi.cjs).
 //
 //   node scripts/build-wasm.mjs [--no-copy]
@@ -7,7 +7,7 @@
 // Needs Debian's clang-22 lld-22 llvm-22 wasi-libc libc++-22-dev-wasm32 libc++abi-22-dev-wasm32
 // libclang-rt-22-dev-wasm32 (apt-get install them), and the emnapi npm package (a devDependency).
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,8 +55,11 @@ function main(argv) {
     if (!existsSync(link)) symlinkSync(target, link);
   }
   const env = { ...process.env, CCACHE_BASEDIR: process.env.CCACHE_BASEDIR ?? pkgDir, CCACHE_NOHASHDIR: process.env.CCACHE_NOHASHDIR ?? '1' };
-  if (!existsSync(join(buildDir, 'CMakeCache.txt'))) {
-    run('cmake', ['-S', join(pkgDir, 'wasm'), '-B', buildDir, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release',
+  // A cache configured from another source folder (src/wasm/ was wasm/) cannot be reused.
+  const cache = join(buildDir, 'CMakeCache.txt');
+  if (existsSync(cache) && !readFileSync(cache, 'utf8').includes(`CMAKE_HOME_DIRECTORY:INTERNAL=${join(pkgDir, 'src', 'wasm')}\n`)) rmSync(cache);
+  if (!existsSync(cache)) {
+    run('cmake', ['-S', join(pkgDir, 'src', 'wasm'), '-B', buildDir, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release',
       `-DCMAKE_TOOLCHAIN_FILE=${join(pkgDir, 'cmake', 'wasm32-wasi.cmake')}`, `-DBMOE_WASI_SYSROOT=${sysroot}`,
       `-DBMOE_EMNAPI_DIR=${emnapi}`, `-DBMOE_NAPI_INC=${resolve(require('node-addon-api').include_dir.replace(/"/g, ''))}`, `-DBMOE_LLAMA_COMMIT=${LLAMA_COMMIT}`], { env });
   }

@@ -65,7 +65,7 @@ add_library(bmoe_runtime STATIC
     src/layout/expert_layout.cpp
     src/layout/model_files.cpp
     src/stream/streamer.cpp
-    src/stream/routing.cpp
+    src/stream/residency.cpp
     src/stream/route_ahead.cpp
     src/vm/expert_memory.cpp
     src/vm/slot_pool.cpp

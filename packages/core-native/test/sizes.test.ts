@@ -13,7 +13,7 @@ const MAX_FUNCTION = 80;
 
 function cppFiles(): { path: string; lines: string[] }[] {
   const out: { path: string; lines: string[] }[] = [];
-  for (const top of ['src', 'include', 'wasm']) {
+  for (const top of ['src', 'include']) {
     for (const e of readdirSync(join(PKG, top), { recursive: true, withFileTypes: true })) {
       if (!e.isFile() || !/\.(h|cpp)$/.test(e.name) || e.parentPath.includes('shim')) continue;
       const path = join(e.parentPath, e.name);

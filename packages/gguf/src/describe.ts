@@ -7,6 +7,7 @@ import { GgufError } from './errors.js';
 import type { GgufFile, GgufTensorInfo } from './reader.js';
 import { GgmlType, ggmlType, ggufValueTypeName } from './types.js';
 import { kvArray, kvNumber, kvString } from './values.js';
+import { EXPERT_TENSOR_PATTERN } from './expert-tensor.js';
 
 /** Expert projections as named in tensor names; gate_up is Gemma 4's fused gate+up. */
 export type ExpertProj = 'gate' | 'up' | 'down' | 'gate_up';
@@ -78,7 +79,8 @@ export interface ModelShape {
   workingSetBytes(topK?: number): number;
 }
 
-const EXPERT_RE = /^blk\.(\d+)\.ffn_(gate|up|down|gate_up)_exps\.weight$/;
+// The rule core-native's streamer applies too (generated from its contract/layout.mjs).
+const EXPERT_RE = new RegExp(EXPERT_TENSOR_PATTERN);
 
 /** Parse an expert weight tensor name: layer and projection, or undefined for anything else. */
 export function parseExpertName(name: string): { layer: number; proj: ExpertProj } | undefined {

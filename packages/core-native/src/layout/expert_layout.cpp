@@ -1,5 +1,6 @@
 #include "bmoe/layout/expert_layout.h"
 
+#include "bmoe/contract/layout.h"
 #include "bmoe/layout/model_files.h"
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <stdexcept>
 
 namespace bmoe {
-
-const char * const EXPERT_TENSOR_REGEX = "^blk\\.[0-9]+\\.ffn_(gate|up|down|gate_up)_exps\\.weight$";
 
 const char * expert_proj_name(expert_proj p) {
     switch (p) {
@@ -23,13 +22,13 @@ const char * expert_proj_name(expert_proj p) {
 }
 
 bool expert_tensor_name(const std::string & name, int32_t * layer, expert_proj * proj) {
-    static const std::regex re(EXPERT_TENSOR_REGEX);
+    static const std::regex re(contract::expert_tensor_pattern);
     std::smatch m;
     if (!std::regex_match(name, m, re)) {
         return false;
     }
-    const std::string kind = m[1].str();
-    if (layer) *layer = std::stoi(name.substr(4, name.find('.', 4) - 4));
+    const std::string kind = m[2].str();
+    if (layer) *layer = std::stoi(m[1].str());
     if (proj) {
         *proj = kind == "gate" ? expert_proj::gate : kind == "up" ? expert_proj::up : kind == "down" ? expert_proj::down : expert_proj::gate_up;
     }

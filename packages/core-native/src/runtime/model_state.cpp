@@ -3,6 +3,7 @@
 
 #include "bmoe/runtime/log_capture.h"
 
+#include "bmoe/contract/layout.h"
 #include "bmoe/layout/expert_layout.h"
 #include "bmoe/layout/model_files.h"
 #include "bmoe/stream/streamer.h"
@@ -81,7 +82,7 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
     mp.load_mode       = p.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
     mp.use_extra_bufts = p.repack;
 #ifdef BMOE_HAVE_COLD_TENSORS
-    if (p.stream.enabled) mp.cold_tensors = EXPERT_TENSOR_REGEX; // loading must not read the experts
+    if (p.stream.enabled) mp.cold_tensors = contract::expert_tensor_pattern; // loading must not read the experts
 #endif
     if (p.on_progress) {
         mp.progress_callback = [](float progress, void * user) {

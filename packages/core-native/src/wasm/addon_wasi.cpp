@@ -1,4 +1,4 @@
-// The wasm32-wasi build of the addon (wasm/CMakeLists.txt): the same JavaScript interface as
+// The wasm32-wasi build of the addon (src/wasm/CMakeLists.txt): the same JavaScript interface as
 // src/addon/ (binding/types.ts), for resident models only, on one thread.
 //
 // What differs from the native addon, and why:
@@ -9,7 +9,7 @@
 //   must fit in wasm32's 4 GiB address space; `stream` is refused with a one-line error, and
 //   streamInfo() is null. llama.cpp's lazy tensor reads are off (their 4 GiB threshold wraps on wasm32).
 // - No C++ exception runtime: errors this file can see are returned as JS errors; an exception
-//   thrown inside llama.cpp aborts the call (a trap; wasm/cxa_stubs.cpp prints its message).
+//   thrown inside llama.cpp aborts the call (a trap; src/wasm/cxa_stubs.cpp prints its message).
 // - Chat formatting uses llama.cpp's built-in template matcher (llama_chat_apply_template), not the
 //   Jinja engine of llama.cpp's common library, which the wasm build does not include.
 #define NAPI_DISABLE_CPP_EXCEPTIONS

@@ -54,11 +54,9 @@ struct expert_layout {
     int32_t n_moe_layers() const;
 };
 
-// Is `name` one of the streamed tensors (blk.N.ffn_{gate,up,down,gate_up}_exps.weight)?
+// Is `name` one of the streamed tensors (blk.N.ffn_{gate,up,down,gate_up}_exps.weight: the
+// contract's expert_tensor_pattern, include/bmoe/contract/layout.h)?
 bool expert_tensor_name(const std::string & name, int32_t * layer, expert_proj * proj);
-
-// The ECMAScript regex handed to llama.cpp's loader (llama_model_params::cold_tensors).
-extern const char * const EXPERT_TENSOR_REGEX;
 
 // Reads the model named by `path` (a single file or the first shard of a split one; see
 // model_files.h). Throws std::runtime_error naming the file on malformed input, a bad split or a

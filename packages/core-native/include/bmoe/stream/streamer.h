@@ -72,7 +72,7 @@ struct streamer : decode_observer {
     // --repack: learns where llama.cpp put a repacked expert tensor (its CPU_REPACK buffer), the
     // first time a mul_mat_id reads it. False (and fail()) when it is not one of ours.
     bool learn_repacked(const ggml_tensor * w);
-    // Residency (routing.cpp).
+    // Residency (residency.cpp).
     void route_layer(int32_t layer, const ggml_tensor * ids);
     // Makes `key` resident in a slot (evicting as the policy says) and appends its reads.
     bool load_unit(const expert_key & key, std::vector<std::vector<read_task>> & by_proj, bool prefetch);
