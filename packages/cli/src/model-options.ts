@@ -22,7 +22,7 @@ import { parserFor } from './parse.js';
 /** The parsed flags of a command (commander's `opts()`), by attribute name. */
 export type ModelFlags = Record<string, unknown>;
 
-/** What `--help` and the README say about a flag: its meaning and its default. */
+/** What `--help` and docs/cli.md say about a flag: its meaning and its default. */
 export interface FlagDoc {
   help: string;
   defaultText: string;

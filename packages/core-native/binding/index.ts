@@ -25,6 +25,7 @@ import {
 export type * from './types.js';
 export type * from './contract.js';
 export { NATIVE_CONSTANTS, NATIVE_PARAMS, TOKEN_COLUMNS } from './contract.js';
+export { llamaCompletionArgs, type LlamaCompletionRun } from '../contract/llama-completion.mjs';
 export {
   CPU_VARIANTS,
   ENV_CPU_VARIANT,

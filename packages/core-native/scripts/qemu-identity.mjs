@@ -17,6 +17,7 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { targetVariants, variantNames } from './build-target.mjs';
+import { llamaCompletionArgs } from '../contract/llama-completion.mjs';
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const root = resolve(pkgDir, '..', '..');
@@ -36,9 +37,8 @@ function check(name, ok, detail = '') {
 }
 
 function completionArgs(model, repack = false) {
-  // The same flags as @bmoe/cli's runLlamaCompletion (the identity reference everywhere); without
-  // -nr it is llama.cpp's default, repacking on (the reference of bmoe --repack).
-  return ['-m', model, '-p', PROMPT, '-n', String(N), '-no-cnv', '--temp', '0', '-t', '2', ...(repack ? [] : ['-nr']), '--no-warmup', '--no-display-prompt', '--simple-io'];
+  // The reference run (contract/llama-completion.mjs); repack: llama.cpp's default (the reference of bmoe --repack).
+  return llamaCompletionArgs({ model, prompt: PROMPT, nPredict: N, threads: 2, repack, textOnly: true });
 }
 
 function strip(out) {

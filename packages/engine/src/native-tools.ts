@@ -4,6 +4,9 @@
 // engine reach native code only through loadModel() and these.
 import type { NativeReadCeilingParams } from '@bmoe/core-native';
 import { bindingSource, llamaToolPath as coreToolPath, prebuiltBinary as corePrebuiltBinary } from '@bmoe/core-native';
+
+/** The reference run of llama-completion (core-native's contract): its arguments, the executable not included. */
+export { llamaCompletionArgs, type LlamaCompletionRun } from '@bmoe/core-native';
 import { nativeBinding } from './native.js';
 
 /** The native binary this process loaded, and the llama.cpp it was built from. */

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { llamaCompletionArgs } from '../../core-native/contract/llama-completion.mjs';
 import { requireNative } from '../../../tooling/test-utils.mjs';
 import { makeModel } from '../src/index.js';
 import { tempDir } from './helpers.js';
@@ -25,7 +26,7 @@ afterAll(() => tmp.cleanup());
 async function complete(model: string, extra: string[] = []): Promise<string[]> {
   const { stdout } = await run(
     BIN,
-    ['-m', model, '-p', PROMPT, '-n', '48', '-no-cnv', '--temp', '0', '-t', '2', '-nr', '--no-warmup', ...extra],
+    llamaCompletionArgs({ model, prompt: PROMPT, nPredict: 48, threads: 2, repack: false, extraArgs: extra }),
     { timeout: 120_000, maxBuffer: 1 << 20 },
   );
   expect(stdout.startsWith(PROMPT)).toBe(true);
