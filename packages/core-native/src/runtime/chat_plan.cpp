@@ -3,6 +3,7 @@
 #include "bmoe/runtime/chat_format.h"
 #include "bmoe/runtime/model_state.h"
 #include "bmoe/runtime/prompt.h"
+#include "bmoe/runtime/sampler.h"
 #include "bmoe/runtime/template_bounds.h"
 #include "bmoe/limits/grammar_limits.h"
 #include "bmoe/limits/one_line.h"
@@ -127,6 +128,34 @@ common_chat_templates_inputs make_inputs(const chat_request & r) {
     return in;
 }
 
+// Harmony (gpt-oss) with thinking off primes the final channel, where no tool call can come: with
+// callable tools the answer starts after "<|start|>assistant" instead (the empty analysis stays, so
+// thinking is still off), and a call the request forces (tool_choice required) can come.
+void unprime_final_channel(common_chat_params & p) {
+    static const std::string final_open = "<|channel|>final<|message|>";
+    const auto ends_with = [](const std::string & s, const std::string & tail) {
+        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (!ends_with(p.prompt, final_open) || !ends_with(p.generation_prompt, final_open)) return;
+    p.prompt.resize(p.prompt.size() - final_open.size());
+    p.generation_prompt.resize(p.generation_prompt.size() - final_open.size());
+}
+
+// The sampler feeds a derived grammar the template's generation prompt before the first token. A
+// grammar that rejects it (a template priming what the grammar has no place for) is this request's
+// combination: refused here, naming the option, instead of failing the generation later.
+void check_prefill(const model_state & m, const grammar_spec & g, const char * option) {
+    if (g.kind == grammar_spec::user || g.gbnf.empty() || g.generation_prompt.empty()) return;
+    sampling_params sp;
+    sp.grammar = g;
+    try {
+        sampler_init(m.model, 0, sp);
+    } catch (const std::exception & e) {
+        throw std::runtime_error(std::string(option) + ": the chat template's start of the answer does not fit the grammar of this request (" +
+                                 one_line_clip(e.what()) + ")");
+    }
+}
+
 }  // namespace
 
 chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
@@ -140,6 +169,7 @@ chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
     template_bounds bounds(template_bounds::render_ms);
     try {
         p = common_chat_templates_apply(r.chatml ? m.chatml : m.chat_templates, in);
+        if (!in.tools.empty() && in.tool_choice != COMMON_CHAT_TOOL_CHOICE_NONE) unprime_final_channel(p);
         // Only a request without tools or schema: the answer is then plain content.
         if (in.tools.empty() && r.json_schema.empty() && r.grammar.empty()) {
             const std::string suffix = harmony_final_suffix(p.prompt, r.think);
@@ -174,6 +204,7 @@ chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
         plan.grammar.lazy = p.grammar_lazy;
         plan.grammar.generation_prompt = p.generation_prompt;
         for (const auto & t : p.grammar_triggers) plan.grammar.triggers.push_back(from_common(t));
+        check_prefill(m, plan.grammar, !r.grammar.empty() ? "grammar" : plan.syntax.parse_tool_calls ? "tools" : "jsonSchema");
     }
     return plan;
 }
