@@ -3,7 +3,9 @@
 # before it acts. Usage:  sh setup.sh        (sh setup.sh --help for the settings)
 #
 # Steps: 1 Node.js (pkg install nodejs)  2 free storage  3 RAM  4 the bmoe packages (npm)
-#        5 the models folder on Termux's home (/data), with an O_DIRECT probe  6 the start command
+#        5 the native binary (build tools with pkg; bmoe native build when no native binary loads)
+#        6 the models folder on Termux's home (/data), with an O_DIRECT probe  7 the start command,
+#        then what `bmoe native status` says
 set -eu
 
 BMOE_HOME="${BMOE_HOME:-$HOME/bmoe}"
@@ -24,6 +26,11 @@ Settings (environment variables):
   BMOE_NPM_REGISTRY  npm registry to install the bmoe packages from (default: npm's own)
   BMOE_TARBALL_DIR   install the bmoe packages from the *.tgz files in this folder instead
   BMOE_UPGRADE=1     reinstall the packages even when they are installed already
+  BMOE_NATIVE_BUILD=auto|always|never
+                     build the native binary on this device with bmoe native build (10-20 minutes
+                     on a phone; clang, cmake, ninja and git, which setup installs on Termux):
+                     auto (default) when no native binary loads (no prebuilt for this device; the
+                     wasm fallback cannot stream experts), always, or never
 EOF
 }
 
@@ -31,6 +38,11 @@ case "${1:-}" in
   -h | --help) usage; exit 0 ;;
   "") ;;
   *) printf 'setup.sh: unknown argument %s (try --help)\n' "$1" >&2; exit 2 ;;
+esac
+NATIVE_BUILD="${BMOE_NATIVE_BUILD:-auto}"
+case "$NATIVE_BUILD" in
+  auto | always | never) ;;
+  *) printf 'setup.sh: BMOE_NATIVE_BUILD=%s: use auto, always or never (try --help)\n' "$NATIVE_BUILD" >&2; exit 2 ;;
 esac
 
 STEP=""
@@ -67,7 +79,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 # ---- 1. Node.js -------------------------------------------------------------------------------
-step 1/6 "Node.js >= $NODE_MIN_MAJOR.$NODE_MIN_MINOR and npm"
+step 1/7 "Node.js >= $NODE_MIN_MAJOR.$NODE_MIN_MINOR and npm"
 
 node_ok() {
   command -v node >/dev/null 2>&1 || return 1
@@ -93,7 +105,7 @@ else
 fi
 
 # ---- 2. storage -------------------------------------------------------------------------------
-step 2/6 "free storage in $HOME"
+step 2/7 "free storage in $HOME"
 mkdir -p "$BMOE_HOME" || die "cannot create $BMOE_HOME"
 free_kib=$(df -Pk "$BMOE_HOME" 2>/dev/null | awk 'NR == 2 { print $4 }')
 case "$free_kib" in
@@ -105,7 +117,7 @@ say "$free_mib MiB free on the filesystem of $BMOE_HOME"
 say "a model needs as much free space as its GGUF file"
 
 # ---- 3. RAM -----------------------------------------------------------------------------------
-step 3/6 "memory"
+step 3/7 "memory"
 if [ -r /proc/meminfo ]; then
   total_mib=$(awk '/^MemTotal:/ { print int($2 / 1024) }' /proc/meminfo)
   avail_mib=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
@@ -117,7 +129,7 @@ else
 fi
 
 # ---- 4. packages ------------------------------------------------------------------------------
-step 4/6 "the bmoe packages ($PACKAGES) in $APP_DIR"
+step 4/7 "the bmoe packages ($PACKAGES) in $APP_DIR"
 installed_version() {
   [ -x "$APP_DIR/node_modules/.bin/bmoe-demo" ] || return 1
   "$APP_DIR/node_modules/.bin/bmoe-demo" --version 2>/dev/null
@@ -160,8 +172,124 @@ case ":$PATH:" in
   *) warn "$BIN_DIR is not on PATH: add  export PATH=\"$BIN_DIR:\$PATH\"  to your shell profile" ;;
 esac
 
-# ---- 5. models folder -------------------------------------------------------------------------
-step 5/6 "the models folder $MODELS_DIR"
+# ---- 5. native binary -------------------------------------------------------------------------
+step 5/7 "the native binary (expert streaming needs one)"
+BMOE="$APP_DIR/node_modules/.bin/bmoe"
+
+# What `bmoe native build` needs and this device lacks, as Termux names the packages: a C++
+# compiler (clang on Termux), cmake, ninja, git and tar (npm is there since step 1).
+missing_tools() {
+  m=""
+  if [ "$TERMUX" = 1 ]; then
+    command -v clang++ >/dev/null 2>&1 || m="$m clang"
+  else
+    command -v c++ >/dev/null 2>&1 || command -v g++ >/dev/null 2>&1 || command -v clang++ >/dev/null 2>&1 || m="$m c++"
+  fi
+  for t in cmake ninja git tar; do
+    command -v "$t" >/dev/null 2>&1 || m="$m $t"
+  done
+  printf '%s' "${m# }"
+}
+# How to install them: Termux's pkg, or Debian/Ubuntu's apt-get package names.
+install_hint() {
+  if [ "$TERMUX" = 1 ]; then
+    printf 'pkg install -y %s' "$1"
+    return
+  fi
+  printf 'sudo apt-get install -y'
+  for n in $1; do
+    case "$n" in
+      c++) printf ' g++' ;;
+      ninja) printf ' ninja-build' ;;
+      *) printf ' %s' "$n" ;;
+    esac
+  done
+}
+
+tools=$(missing_tools)
+if [ -z "$tools" ]; then
+  say "build tools present (C++ compiler, cmake, ninja, git)"
+elif [ "$NATIVE_BUILD" = never ]; then
+  say "build tools missing ($tools): not installed, BMOE_NATIVE_BUILD=never"
+elif [ "$TERMUX" = 1 ]; then
+  say "installing the build tools bmoe native build needs: pkg install -y $tools"
+  # shellcheck disable=SC2086 # tools is a list of package names without spaces
+  pkg install -y $tools || warn "pkg install -y $tools exited $? (needed only if a build is)"
+  hash -r 2>/dev/null || true
+  tools=$(missing_tools)
+  [ -z "$tools" ] || warn "still missing after pkg install: $tools"
+else
+  say "build tools missing: $tools (needed only to build the native binary here: $(install_hint "$tools"))"
+fi
+
+# Which binary the installed bmoe loads: sets kind (checkout, prebuilt, local, env, wasm, or none
+# when nothing loads), streaming (true/false) and detail (the file, or why nothing loads). Fails
+# when `bmoe native status --json` gives no JSON (then why says what it printed).
+native_status() {
+  json=$("$BMOE" native status --json 2>/dev/null) || true
+  line=$(node -e '
+    let j;
+    try { j = JSON.parse(process.argv[1]); } catch { process.exit(1); }
+    if (!j || typeof j !== "object" || !("loaded" in j)) process.exit(1);
+    const l = j.loaded;
+    const failed = (j.failed || []).map((f) => f.candidate + ": " + f.reason).join("; ");
+    if (l) console.log(l.kind + " " + Boolean(j.streaming) + " " + l.file + (l.variant ? " (" + l.variant + ")" : ""));
+    else console.log("none false " + (failed || "no candidate"));
+  ' "$json" 2>/dev/null) || {
+    why=$("$BMOE" native status --json 2>&1 >/dev/null | head -n 1) || true
+    return 1
+  }
+  kind=${line%% *}
+  rest=${line#* }
+  streaming=${rest%% *}
+  detail=${rest#* }
+}
+is_native() {
+  case "$1" in checkout | prebuilt | local | env) return 0 ;; esac
+  return 1
+}
+status_or_die() {
+  native_status ||
+    die "bmoe native status --json did not answer (${why:-no output}): the installed bmoe is older than this setup.sh; BMOE_UPGRADE=1 sh setup.sh installs the current one"
+}
+
+status_or_die
+if is_native "$kind"; then
+  say "a native binary loads ($kind: $detail); expert streaming: $([ "$streaming" = true ] && echo yes || echo no)"
+elif [ "$kind" = wasm ]; then
+  say "only the wasm32-wasi fallback loads ($detail): slow, resident models only, no expert streaming"
+else
+  say "no bmoe binary loads: $detail"
+  [ -z "${BMOE_NATIVE_PATH:-}" ] ||
+    die "BMOE_NATIVE_PATH=$BMOE_NATIVE_PATH does not load ($detail); while it is set no other binary is tried: fix or unset it"
+fi
+
+build=0
+case "$NATIVE_BUILD" in
+  always) build=1 ;;
+  auto) is_native "$kind" || build=1 ;;
+esac
+if [ "$build" = 0 ]; then
+  if is_native "$kind"; then
+    say "nothing to build"
+  elif [ "$kind" = wasm ]; then
+    warn "not building a native binary (BMOE_NATIVE_BUILD=never): models larger than RAM cannot run; bmoe native build makes one later"
+  else
+    die "no bmoe binary loads and BMOE_NATIVE_BUILD=never: nothing can run a model (run setup.sh without it to build one)"
+  fi
+else
+  [ -z "$tools" ] || die "cannot build the native binary: missing $tools; install them ($(install_hint "$tools")) and run setup.sh again"
+  say "building the native binary for this CPU: bmoe native build"
+  say "this takes 10-20 minutes on a phone (seconds when it is built and current already)"
+  [ "$TERMUX" = 1 ] && say "keep Termux open (termux-wake-lock keeps Android from pausing it)"
+  "$BMOE" native build || die "bmoe native build exited $? (see above); fix what it says and run setup.sh again"
+  status_or_die
+  is_native "$kind" || die "after bmoe native build the loader still loads no native binary ($kind: $detail)"
+  say "a native binary loads now ($kind: $detail)"
+fi
+
+# ---- 6. models folder -------------------------------------------------------------------------
+step 6/7 "the models folder $MODELS_DIR"
 mkdir -p "$MODELS_DIR" || die "cannot create $MODELS_DIR"
 say "put GGUF models here. It is in Termux's home, on the phone's internal /data partition, where"
 say "bmoe reads experts with O_DIRECT (straight from flash, bypassing the page cache)."
@@ -172,15 +300,19 @@ case "$MODELS_DIR" in
   /sdcard* | /storage/* | "$HOME"/storage/*) warn "$MODELS_DIR looks like shared storage (FUSE): prefer a folder under $HOME" ;;
 esac
 
-probe_out=$("$BIN_DIR/bmoe-demo" probe "$MODELS_DIR" 2>&1) && probe_rc=0 || probe_rc=$?
-case "$probe_rc" in
-  0) say "probe: $probe_out" ;;
-  3) warn "probe: $probe_out" ;;
-  *) die "the bmoe engine could not probe $MODELS_DIR: $probe_out" ;;
-esac
+if [ "$kind" = wasm ]; then
+  warn "O_DIRECT probe skipped: only the wasm32-wasi fallback loads, and it reads nothing with O_DIRECT"
+else
+  probe_out=$("$BIN_DIR/bmoe-demo" probe "$MODELS_DIR" 2>&1) && probe_rc=0 || probe_rc=$?
+  case "$probe_rc" in
+    0) say "probe: $probe_out" ;;
+    3) warn "probe: $probe_out" ;;
+    *) die "the bmoe engine could not probe $MODELS_DIR: $probe_out" ;;
+  esac
+fi
 
-# ---- 6. start ---------------------------------------------------------------------------------
-step 6/6 "ready"
+# ---- 7. start ---------------------------------------------------------------------------------
+step 7/7 "ready"
 count=$(find "$MODELS_DIR" -maxdepth 1 -name '*.gguf' 2>/dev/null | wc -l | tr -d ' ')
 if [ "$count" = 0 ]; then
   say "no model yet: copy a GGUF into $MODELS_DIR, or make the small synthetic demo model (a few hundred MiB):"
@@ -192,3 +324,7 @@ fi
 start="bmoe-demo --open"
 [ -n "${BMOE_MODELS_DIR:-}" ] && start="bmoe-demo --models $MODELS_DIR --open"
 printf '\nStart the demo with:\n\n  %s\n\n(it serves the chat page on http://127.0.0.1:8080 and opens it in the browser)\n' "$start"
+
+# Last: which binary runs the models, as `bmoe native status` says it.
+printf '\nThe native binary (bmoe native status):\n\n'
+"$BMOE" native status 2>&1 || true
