@@ -1,8 +1,11 @@
 // setup.sh: shellcheck-clean, and run in a simulated Termux: a temp PREFIX and HOME, a fake `pkg`
-// on PATH that "installs" nodejs into $PREFIX/bin, a PATH holding only basic tools (no node until
+// on PATH that "installs" nodejs (node and npm shims) and the build tools (clang, cmake, ninja,
+// git: stand-ins that only fail) into $PREFIX/bin, a PATH holding only basic tools (no node until
 // pkg installs it), a non-root user (nobody, through setpriv, when the suite runs as root), and
 // the workspace packages packed into local tarballs in place of the npm registry. Then the
-// installed `bmoe-demo` serves a fixture, as a Termux user would start it.
+// installed `bmoe-demo` serves a fixture, as a Termux user would start it. The native binary is
+// this checkout's build through BMOE_NATIVE_PATH (`bmoe native status` says `env`), so no run
+// here builds one: where a build would start, the tests stop before it (never, or a missing tool).
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,6 +27,8 @@ interface Run {
 
 let root: string;
 let tarballs: string;
+/** The wasm32-wasi package packed apart (npm installs it only with --force: its cpu is wasm32). */
+let wasmTarball: string;
 let native: string;
 /** setup.sh copied into the simulated tree (the checkout may be unreadable to nobody). */
 let script: string;
@@ -43,10 +48,21 @@ function makeRoot(name: string, pkgWorks = true): { dir: string; prefix: string;
   const pkg = pkgWorks
     ? `#!/bin/sh
 echo "pkg $*" >> "${dir}/pkg.log"
+fake_tool() { printf '#!/bin/sh\\necho "%s: a stand-in of the Termux shim" >&2\\nexit 1\\n' "$1" > "${prefix}/bin/$1"; chmod +x "${prefix}/bin/$1"; }
 [ "$1" = install ] || exit 1
-printf '#!/bin/sh\\nexec "%s" "$@"\\n' "${process.execPath}" > "${prefix}/bin/node"
-printf '#!/bin/sh\\nexec "%s" "%s" "$@"\\n' "${process.execPath}" "${npmCli}" > "${prefix}/bin/npm"
-chmod +x "${prefix}/bin/node" "${prefix}/bin/npm"
+shift
+for p in "$@"; do
+  case "$p" in
+    -y) ;;
+    nodejs)
+      printf '#!/bin/sh\\nexec "%s" "$@"\\n' "${process.execPath}" > "${prefix}/bin/node"
+      printf '#!/bin/sh\\nexec "%s" "%s" "$@"\\n' "${process.execPath}" "${npmCli}" > "${prefix}/bin/npm"
+      chmod +x "${prefix}/bin/node" "${prefix}/bin/npm" ;;
+    clang) for c in clang clang++; do fake_tool "$c"; done ;;
+    cmake | ninja | git | tar) fake_tool "$p" ;;
+    *) echo "E: Unable to locate package $p" >&2; exit 100 ;;
+  esac
+done
 `
     : `#!/bin/sh
 echo "pkg $*" >> "${dir}/pkg.log"
@@ -122,12 +138,16 @@ function pnpmArgv(): string[] {
   return [process.execPath, join(REPO_DIR, 'scripts', 'pnpm.mjs')];
 }
 
-/** `pnpm pack` of every workspace package (workspace:* ranges become versions), in parallel. */
-async function packWorkspace(dest: string): Promise<void> {
-  const dirs = [...readdirSync(join(REPO_DIR, 'packages')).map((d) => join(REPO_DIR, 'packages', d)), PKG_DIR].filter((d) => {
+/** The public workspace packages setup.sh installs: packages/* and this one (not the platform packages). */
+function workspaceDirs(): string[] {
+  return [...readdirSync(join(REPO_DIR, 'packages')).map((d) => join(REPO_DIR, 'packages', d)), PKG_DIR].filter((d) => {
     const pj = join(d, 'package.json');
     return existsSync(pj) && !(JSON.parse(readFileSync(pj, 'utf8')) as { private?: boolean }).private;
   });
+}
+
+/** `pnpm pack` of each of `dirs` into `dest` (workspace:* ranges become versions), in parallel. */
+async function packWorkspace(dest: string, dirs: string[] = workspaceDirs()): Promise<void> {
   const [cmd, ...pre] = pnpmArgv();
   await Promise.all(
     dirs.map(
@@ -148,9 +168,12 @@ beforeAll(async () => {
   chmodSync(root, 0o755);
   tarballs = join(root, 'tarballs');
   mkdirSync(tarballs);
-  await packWorkspace(tarballs);
+  const wasmDir = join(root, 'wasm');
+  mkdirSync(wasmDir);
+  await Promise.all([packWorkspace(tarballs), packWorkspace(wasmDir, [join(REPO_DIR, 'packages', 'core-native', 'npm', 'wasm32-wasi')])]);
+  wasmTarball = join(wasmDir, readdirSync(wasmDir).find((f) => f.endsWith('.tgz')) ?? 'missing.tgz');
   // The native addon built in this checkout, copied where nobody can read it (the tarballs carry
-  // no binary; on a phone it comes from @bmoe/core-native-android-arm64).
+  // no binary; on a phone it comes from @bmoe/core-native-android-arm64 or bmoe native build).
   script = join(root, 'setup.sh');
   copyFileSync(SETUP, script);
   native = join(root, 'bmoe.node');
@@ -165,6 +188,31 @@ afterAll(() => {
   if (root && !process.env.BMOE_KEEP_SIM) rmSync(root, { recursive: true, force: true });
 });
 
+/** The lines setup.sh prints last: what `bmoe native status` printed, after this header. */
+const STATUS_HEADER = 'The native binary (bmoe native status):';
+
+/** What setup.sh printed after the status header (its last lines). */
+function statusTail(out: string): string {
+  const at = out.lastIndexOf(STATUS_HEADER);
+  return at < 0 ? '' : out.slice(at + STATUS_HEADER.length).trim();
+}
+
+/** The pkg calls so far, one line each. */
+function pkgLog(t: { dir: string }): string {
+  const log = join(t.dir, 'pkg.log');
+  return existsSync(log) ? readFileSync(log, 'utf8') : '';
+}
+
+/** The lines of a text, sorted (stdout and stderr may interleave differently from run to run). */
+function lines(text: string): string[] {
+  return text.split('\n').map((l) => l.trimEnd()).filter(Boolean).sort();
+}
+
+/** True when a run started `bmoe native build` (setup says so first; the build writes ~/.cache/bmoe/native). */
+function built(r: Run, t: { home: string }): boolean {
+  return r.out.includes('building the native binary for this CPU') || existsSync(join(t.home, '.cache', 'bmoe', 'native'));
+}
+
 describe('setup.sh', () => {
   it('is shellcheck-clean', () => {
     const r = spawnSync('shellcheck', ['--shell=sh', SETUP], { encoding: 'utf8' });
@@ -173,43 +221,86 @@ describe('setup.sh', () => {
     expect(r.status).toBe(0);
   });
 
+  it('--help lists the settings, BMOE_NATIVE_BUILD among them; a bad BMOE_NATIVE_BUILD is refused before any step', () => {
+    const help = spawnSync('sh', [SETUP, '--help'], { encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    for (const v of ['BMOE_HOME', 'BMOE_MODELS_DIR', 'BMOE_TARBALL_DIR', 'BMOE_UPGRADE=1', 'BMOE_NATIVE_BUILD=auto|always|never']) expect(help.stdout).toContain(v);
+    expect(help.stdout).toMatch(/auto \(default\) when no native binary loads/);
+    const bad = spawnSync('sh', [SETUP], { encoding: 'utf8', env: { ...process.env, BMOE_NATIVE_BUILD: 'sometimes' } });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toBe('setup.sh: BMOE_NATIVE_BUILD=sometimes: use auto, always or never (try --help)\n');
+    expect(bad.stdout).toBe('');
+  });
+
   describe('in a simulated Termux (temp PREFIX and HOME, fake pkg, non-root, local tarballs)', () => {
     let t: ReturnType<typeof makeRoot>;
+    /** `bmoe native status` of the installed app, run as setup.sh runs it, in `env`. */
+    const status = async (env: Record<string, string>): Promise<string> => {
+      const r = await run([join(t.home, 'bmoe', 'app', 'node_modules', '.bin', 'bmoe'), 'native', 'status'], env);
+      return r.out.trim();
+    };
 
     beforeAll(() => {
       t = makeRoot('termux');
     });
 
-    it('installs node with pkg, the packages from the tarballs, makes the models folder, probes it and prints the start command', async () => {
+    it('installs node and the missing build tools with pkg, the packages from the tarballs, finds the native binary (no build), makes the models folder, probes it, prints the start command and ends with bmoe native status', async () => {
       const r = await run(['sh', script], termuxEnv(t));
       expect(r.code, r.out).toBe(0);
-      expect(readFileSync(join(t.dir, 'pkg.log'), 'utf8')).toBe('pkg install -y nodejs\n');
+      expect(pkgLog(t)).toBe('pkg install -y nodejs\npkg install -y clang cmake ninja git\n');
       expect(r.out).toMatch(/^bmoe demo setup: Termux 0\.118\.3, user (nobody|\S+), home /);
-      for (const s of ['1/6', '2/6', '3/6', '4/6', '5/6', '6/6']) expect(r.out).toContain(`[${s}]`);
+      for (const s of ['1/7', '2/7', '3/7', '4/7', '5/7', '6/7', '7/7']) expect(r.out).toContain(`[${s}]`);
       expect(r.out).toContain('installing Node.js: pkg install -y nodejs');
       expect(r.out).toMatch(/\d+ MiB free on the filesystem of /);
       expect(r.out).toMatch(/RAM \d+ MiB, available now \d+ MiB/);
       expect(r.out).toMatch(/from \d+ local tarballs in /);
       expect(r.out).toContain('installed bmoe-demo 0.1.0');
+      // Step 5: the build tools, then the binary the loader takes (BMOE_NATIVE_PATH: `env`).
+      expect(r.out).toContain('installing the build tools bmoe native build needs: pkg install -y clang cmake ninja git');
+      expect(r.out).toContain(`a native binary loads (env: ${native}); expert streaming: yes`);
+      expect(r.out).toContain('nothing to build');
+      expect(built(r, t)).toBe(false);
       expect(r.out).toContain('Not on /sdcard');
       expect(r.out).toMatch(/probe: O_DIRECT works in .*\/home\/bmoe\/models/);
-      expect(r.out.trimEnd().split('\n').slice(-3)[0]).toBe('  bmoe-demo --open');
+      // The start command, then the status lines last.
+      const start = r.out.indexOf('  bmoe-demo --open\n');
+      expect(start).toBeGreaterThan(0);
+      expect(r.out.indexOf(STATUS_HEADER)).toBeGreaterThan(start);
+      const tail = statusTail(r.out);
+      expect(tail).not.toBe('');
+      expect(lines(tail)).toEqual(lines(await status(termuxEnv(t))));
+      expect(r.out.trimEnd().endsWith(tail)).toBe(true);
       // The commands are in $PREFIX/bin, the app and the models in ~/bmoe, all owned by the user.
       for (const b of ['bmoe', 'bmoe-demo']) expect(lstatSync(join(t.prefix, 'bin', b)).isSymbolicLink()).toBe(true);
+      for (const b of ['clang', 'clang++', 'cmake', 'ninja', 'git']) expect(existsSync(join(t.prefix, 'bin', b))).toBe(true);
       const models = join(t.home, 'bmoe', 'models');
       expect(statSync(models).isDirectory()).toBe(true);
       if (asRoot) expect(statSync(models).uid).toBe(NOBODY);
       expect(existsSync(join(t.home, 'bmoe', 'app', 'node_modules', '@bmoe', 'termux-demo', 'public', 'index.html'))).toBe(true);
     });
 
-    it('does nothing twice: a second run skips pkg and npm', async () => {
+    it('does nothing twice: a second run skips pkg (node and the build tools are there), npm and the build', async () => {
       const r = await run(['sh', script], termuxEnv(t));
       expect(r.code, r.out).toBe(0);
-      expect(readFileSync(join(t.dir, 'pkg.log'), 'utf8')).toBe('pkg install -y nodejs\n');
+      expect(pkgLog(t)).toBe('pkg install -y nodejs\npkg install -y clang cmake ninja git\n');
       expect(r.out).toMatch(/node \d+\.\d+\.\d+ and npm \S+ already installed/);
       expect(r.out).toContain('already installed (bmoe-demo 0.1.0)');
       expect(r.out).not.toContain('local tarballs');
+      expect(r.out).toContain('build tools present (C++ compiler, cmake, ninja, git)');
+      expect(r.out).not.toContain('installing the build tools');
+      expect(r.out).toContain('nothing to build');
+      expect(built(r, t)).toBe(false);
       expect(r.out).toContain('bmoe-demo --open');
+      expect(statusTail(r.out)).not.toBe('');
+    });
+
+    it('installs only the build tools that are missing', async () => {
+      for (const b of ['clang', 'clang++', 'ninja']) rmSync(join(t.prefix, 'bin', b));
+      const r = await run(['sh', script], termuxEnv(t));
+      expect(r.code, r.out).toBe(0);
+      expect(pkgLog(t)).toBe('pkg install -y nodejs\npkg install -y clang cmake ninja git\npkg install -y clang ninja\n');
+      expect(r.out).toContain('installing the build tools bmoe native build needs: pkg install -y clang ninja');
+      expect(built(r, t)).toBe(false);
     });
 
     it('the installed bmoe-demo lists and serves a model put in ~/bmoe/models', async () => {
@@ -251,16 +342,73 @@ describe('setup.sh', () => {
       }
     });
 
-    it('fails the probe step with one clear line when the engine cannot load', async () => {
-      const r = await run(['sh', script], termuxEnv(t, { BMOE_NATIVE_PATH: join(root, 'missing.node') }));
-      expect(r.code).toBe(1);
-      expect(r.out).toMatch(/setup\.sh: step "5\/6" failed: the bmoe engine could not probe .*bmoe\/models: /);
+    it('fails the native step with one line, and builds nothing, when BMOE_NATIVE_PATH does not load', async () => {
+      const missing = join(root, 'missing.node');
+      const r = await run(['sh', script], termuxEnv(t, { BMOE_NATIVE_PATH: missing }));
+      expect(r.code, r.out).toBe(1);
+      expect(r.out).toContain('no bmoe binary loads: ');
+      expect(r.out).toContain(`setup.sh: step "5/7" failed: BMOE_NATIVE_PATH=${missing} does not load (`);
+      expect(r.out).toContain('while it is set no other binary is tried: fix or unset it');
+      expect(built(r, t)).toBe(false);
+      expect(r.out).not.toContain('[6/7]');
+    });
+
+    it('BMOE_NATIVE_BUILD=never: only the wasm fallback loads (BMOE_FORCE_WASM=1), and setup warns, builds nothing, skips the O_DIRECT probe and ends with the status', async () => {
+      // The wasm32-wasi package in the app, as the loader's fallback (npm refuses its cpu without --force).
+      const app = join(t.home, 'bmoe', 'app');
+      const env = termuxEnv(t, { BMOE_NATIVE_BUILD: 'never', BMOE_FORCE_WASM: '1' });
+      delete env.BMOE_NATIVE_PATH;
+      const install = await run(['sh', '-c', `cd "${app}" && npm install --no-audit --no-fund --omit=dev --no-save --force "${wasmTarball}"`], env);
+      expect(install.code, install.out).toBe(0);
+      const r = await run(['sh', script], env);
+      expect(r.code, r.out).toBe(0);
+      expect(r.out).toContain('build tools present (C++ compiler, cmake, ninja, git)');
+      expect(r.out).toMatch(/only the wasm32-wasi fallback loads \(.*\): slow, resident models only, no expert streaming/);
+      expect(r.out).toContain('  warning: not building a native binary (BMOE_NATIVE_BUILD=never): models larger than RAM cannot run; bmoe native build makes one later');
+      expect(r.out).toContain('  warning: O_DIRECT probe skipped: only the wasm32-wasi fallback loads');
+      expect(built(r, t)).toBe(false);
+      expect(r.out).toContain('bmoe-demo --open');
+      const tail = statusTail(r.out);
+      expect(tail).not.toBe('');
+      expect(lines(tail)).toEqual(lines(await status(env)));
+      expect(pkgLog(t).split('\n').filter(Boolean)).toHaveLength(3);
+    });
+
+    it('outside Termux: names the missing build tools and the apt-get line, goes on when a native binary loads, and stops before a build it cannot run', async () => {
+      // node and npm alone on PATH (no compiler, cmake, ninja or git), no TERMUX_VERSION or PREFIX.
+      const nodeOnly = join(t.dir, 'node-only');
+      mkdirSync(nodeOnly, { recursive: true });
+      for (const b of ['node', 'npm']) copyFileSync(join(t.prefix, 'bin', b), join(nodeOnly, b));
+      spawnSync('chmod', ['-R', 'a+rx', nodeOnly]);
+      const plain = (extra: Record<string, string> = {}): Record<string, string> => {
+        const env = termuxEnv(t, { PATH: `${nodeOnly}:${t.dir}/sysbin`, ...extra });
+        delete env.TERMUX_VERSION;
+        delete env.PREFIX;
+        return env;
+      };
+      const ok = await run(['sh', script], plain());
+      expect(ok.code, ok.out).toBe(0);
+      expect(ok.out).toMatch(/^bmoe demo setup: not Termux \(Linux\)/);
+      expect(ok.out).toContain('build tools missing: c++ cmake ninja git (needed only to build the native binary here: sudo apt-get install -y g++ cmake ninja-build git)');
+      expect(ok.out).toContain(`a native binary loads (env: ${native})`);
+      expect(built(ok, t)).toBe(false);
+      expect(statusTail(ok.out)).not.toBe('');
+
+      const env = plain({ BMOE_FORCE_WASM: '1' });
+      delete env.BMOE_NATIVE_PATH;
+      const r = await run(['sh', script], env);
+      expect(r.code, r.out).toBe(1);
+      expect(r.out).toContain(
+        'setup.sh: step "5/7" failed: cannot build the native binary: missing c++ cmake ninja git; install them (sudo apt-get install -y g++ cmake ninja-build git) and run setup.sh again',
+      );
+      expect(built(r, t)).toBe(false);
+      expect(pkgLog(t).split('\n').filter(Boolean)).toHaveLength(3);
     });
 
     it('fails the install step clearly when the tarball folder is wrong', async () => {
       const r = await run(['sh', script], termuxEnv(t, { BMOE_UPGRADE: '1', BMOE_TARBALL_DIR: join(root, 'nowhere') }));
       expect(r.code).toBe(1);
-      expect(r.out).toContain(`setup.sh: step "4/6" failed: BMOE_TARBALL_DIR=${join(root, 'nowhere')} is not a folder`);
+      expect(r.out).toContain(`setup.sh: step "4/7" failed: BMOE_TARBALL_DIR=${join(root, 'nowhere')} is not a folder`);
     });
   });
 
@@ -270,8 +418,8 @@ describe('setup.sh', () => {
     expect(r.code).toBe(1);
     expect(readFileSync(join(t.dir, 'pkg.log'), 'utf8')).toBe('pkg install -y nodejs\n');
     expect(r.out).toContain('E: Unable to locate package nodejs');
-    expect(r.out).toContain('setup.sh: step "1/6" failed: pkg install -y nodejs exited 100');
-    expect(r.out).not.toContain('[2/6]');
+    expect(r.out).toContain('setup.sh: step "1/7" failed: pkg install -y nodejs exited 100');
+    expect(r.out).not.toContain('[2/7]');
   });
 
   it('outside Termux without Node.js, says what to install', async () => {
@@ -282,7 +430,7 @@ describe('setup.sh', () => {
     const r = await run(['sh', script], env);
     expect(r.code).toBe(1);
     expect(r.out).toMatch(/^bmoe demo setup: not Termux \(Linux\)/);
-    expect(r.out).toContain('setup.sh: step "1/6" failed: Node.js >= 20.17 with npm is needed; install it with your package manager (found: none)');
+    expect(r.out).toContain('setup.sh: step "1/7" failed: Node.js >= 20.17 with npm is needed; install it with your package manager (found: none)');
     expect(existsSync(join(t.dir, 'pkg.log'))).toBe(false);
   });
 });
