@@ -223,7 +223,8 @@ else
 fi
 
 # Which binary the installed bmoe loads: sets kind (checkout, prebuilt, local, env, wasm, or none
-# when nothing loads), streaming (true/false) and detail (the file, or why nothing loads). Fails
+# when nothing loads), streaming (true/false) and detail (the file, or why nothing loads: error,
+# else the candidates that failed). Fails
 # when `bmoe native status --json` gives no JSON (then why says what it printed).
 native_status() {
   json=$("$BMOE" native status --json 2>/dev/null) || true
@@ -234,7 +235,7 @@ native_status() {
     const l = j.loaded;
     const failed = (j.failed || []).map((f) => f.candidate + ": " + f.reason).join("; ");
     if (l) console.log(l.kind + " " + Boolean(j.streaming) + " " + l.file + (l.variant ? " (" + l.variant + ")" : ""));
-    else console.log("none false " + (failed || "no candidate"));
+    else console.log("none false " + (j.error || failed || "no candidate"));
   ' "$json" 2>/dev/null) || {
     why=$("$BMOE" native status --json 2>&1 >/dev/null | head -n 1) || true
     return 1
