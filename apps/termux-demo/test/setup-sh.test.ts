@@ -203,9 +203,13 @@ function pkgLog(t: { dir: string }): string {
   return existsSync(log) ? readFileSync(log, 'utf8') : '';
 }
 
-/** The lines of a text, sorted (stdout and stderr may interleave differently from run to run). */
+/** The lines of a text, sorted (stdout and stderr may interleave differently from run to run), process ids masked (node's warnings name them). */
 function lines(text: string): string[] {
-  return text.split('\n').map((l) => l.trimEnd()).filter(Boolean).sort();
+  return text
+    .split('\n')
+    .map((l) => l.trimEnd().replace(/^\(node:\d+\)/, '(node:PID)'))
+    .filter(Boolean)
+    .sort();
 }
 
 /** True when a run started `bmoe native build` (setup says so first; the build writes ~/.cache/bmoe/native). */
