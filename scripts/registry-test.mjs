@@ -5,7 +5,10 @@
 //   npm install @bmoe/engine @bmoe/cli     -> the prebuilt @bmoe/core-native-linux-x64-gnu is used
 //   npx @bmoe/cli info <tiny fixture>
 //   npx @bmoe/cli run  <tiny fixture>      -> the same greedy tokens as this checkout's build
-//   (when the wasm32-wasi package was built) BMOE_FORCE_WASM=1 ... run -> the same tokens again
+//   BMOE_FORCE_WASM=1 ... run               -> the same tokens again through wasm32-wasi
+// then in another folder without the platform package (npm --omit=optional): the wasm fallback
+// refuses what needs streaming in one line, `bmoe native build` builds the addon for this CPU,
+// and the local build streams the same tokens.
 //
 // Needs: `npm test`'s build (dist/, build/Release) and the prebuilt
 // (node packages/core-native/scripts/build-target.mjs linux-x64-gnu). Run by .ci/run.
@@ -14,13 +17,15 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { packAll, publishAll } from './release.mjs';
 // The loader's own choice of CPU variant (built into packages/core-native/dist by npm test).
 import { CPU_VARIANTS, selectVariant, variantFile } from '../packages/core-native/dist/index.js';
+// The bench's memory cgroup (v1 or v2), for the wasm fallback's refusal under a memory limit.
+import { createMemoryCgroup, removeCgroup } from '../packages/bench/dist/index.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(join(root, 'package.json'));
@@ -149,8 +154,8 @@ function reference(tmp) {
 }
 
 /** 4a. An empty folder, PATH with node, npm and npx only. */
-function bareSite(tmp, npmEnv) {
-  const binDir = join(tmp, 'bin');
+function bareSite(tmp, npmEnv, name = 'app') {
+  const binDir = join(tmp, `${name}-bin`);
   mkdirSync(binDir);
   const npmCli = dirname(realpathSync(mustRun('/bin/sh', ['-c', 'command -v npm']).stdout.trim()));
   symlinkSync(process.execPath, join(binDir, 'node'));
@@ -163,11 +168,12 @@ function bareSite(tmp, npmEnv) {
   delete env.BMOE_LLAMA_BIN_DIR;
   const found = TOOLS.filter((t) => run('/bin/sh', ['-c', `command -v ${t}`], { env }).status === 0);
   check('no compiler or build tool on PATH', found.length === 0, found.length ? `found ${found.join(', ')}` : `PATH=${binDir}`);
-  const app = join(tmp, 'app');
+  const app = join(tmp, name);
   mkdirSync(app);
   return {
     app,
     env,
+    binDir,
     /** Runs a tool of the bare PATH (node, npm, npx) in the app folder, with `extraEnv` on top. */
     tool: (name, args, extraEnv = {}) => run(join(binDir, name), args, { cwd: app, env: { ...env, ...extraEnv } }),
   };
@@ -251,6 +257,66 @@ function checkWasm(tmp, site, ref) {
     firstDiff < 0 ? 'same tokens as x64' : `x64 differs from token ${firstDiff} (SIMD rounding; wasm equals the arm64 build there)`);
 }
 
+/**
+ * 6. No platform package (as on a phone whose prebuilt did not install): the wasm32-wasi fallback
+ * refuses what needs streaming in one line naming `bmoe native build`; `bmoe native build` builds
+ * the addon from the installed package's sources and the pinned llama.cpp (from npm) for this
+ * CPU; then the status says "local" and a streamed run gives the checkout's greedy tokens.
+ * BMOE_CACHE_DIR is fixed (~/.cache/bmoe-registry-test), so a rerun on this machine is warm.
+ */
+function checkLocalBuild(tmp, npmEnv, ref) {
+  const site = bareSite(tmp, { ...npmEnv, npm_config_omit: 'optional' }, 'phone');
+  const cacheDir = join(homedir(), '.cache', 'bmoe-registry-test');
+  const env = { BMOE_CACHE_DIR: cacheDir };
+  const bmoe = (args, extra = {}) => site.tool('npx', ['--no-install', '@bmoe/cli', ...args], { ...env, ...extra });
+  const install = site.tool('npm', ['install', '@bmoe/engine', '@bmoe/cli', '--no-audit', '--no-fund', '--loglevel', 'error']);
+  const w = site.tool('npm', ['install', '--no-save', '--force', '@bmoe/core-native-wasm32-wasi', '--no-audit', '--no-fund', '--loglevel', 'error']);
+  const nm = join(site.app, 'node_modules', '@bmoe');
+  check('without the platform package: npm install @bmoe/engine @bmoe/cli --omit=optional, then the wasm32-wasi package',
+    install.status === 0 && w.status === 0 && !existsSync(join(nm, 'core-native-linux-x64-gnu')), (install.stderr + w.stderr).slice(-1000));
+  const status = (extra = {}) => {
+    const r = bmoe(['native', 'status', '--json'], extra);
+    try {
+      return JSON.parse(r.stdout);
+    } catch {
+      return { loaded: null, error: r.stderr.slice(-500) };
+    }
+  };
+  const before = status();
+  check('bmoe native status: the wasm32-wasi fallback, no streaming, and why the prebuilt did not load',
+    before.loaded?.kind === 'wasm' && before.streaming === false && before.failed?.some((f) => f.candidate === '@bmoe/core-native-linux-x64-gnu' && f.reason === 'not installed'),
+    JSON.stringify(before.loaded ?? before.error));
+  const oneLine = (r) => r.stderr.trim().split('\n').filter((l) => !/^\(node:\d+\)|^\(Use `node/.test(l));
+  const asked = bmoe([...ref.runArgs, '--moe-stream']);
+  const askedLines = oneLine(asked);
+  check('wasm only, --moe-stream: exit 1, one line naming bmoe native build', asked.status === 1 && askedLines.length === 1 && askedLines[0].includes('bmoe native build'), askedLines.join(' | '));
+  // A memory limit below the model plus its runtime: the settings rule would stream, wasm cannot.
+  const cg = createMemoryCgroup(384 * 2 ** 20, `bmoe-registry-${process.pid}`);
+  try {
+    const script = `echo $$ > '${join(cg.dir, 'cgroup.procs')}' && exec "$@"`;
+    const r = run('sh', ['-c', script, 'sh', join(site.binDir, 'npx'), '--no-install', '@bmoe/cli', ...ref.runArgs], { cwd: site.app, env: { ...site.env, ...env } });
+    const lines = oneLine(r);
+    check('wasm only, a model bigger than a 384 MiB memory cgroup leaves: refused before loading, one line naming bmoe native build',
+      r.status === 1 && lines.length <= 2 && lines.at(-1).includes('bmoe native build'), lines.join(' | '));
+  } finally {
+    removeCgroup(cg);
+  }
+  // The build: the tools from the system's PATH (a phone gets them from `pkg install clang cmake ninja git`).
+  const t0 = performance.now();
+  const build = bmoe(['native', 'build'], { PATH: `${site.binDir}:/usr/bin:/bin` });
+  const seconds = (performance.now() - t0) / 1000;
+  const built = /built (\S+) in (.+)$/m.exec(build.stderr);
+  check('bmoe native build: the addon built from the installed package and the pinned llama.cpp, for this CPU',
+    build.status === 0 && built !== null && built[1].startsWith(cacheDir), built ? `${built[1]} in ${seconds.toFixed(0)} s` : build.stderr.slice(-2000));
+  const after = status();
+  check('bmoe native status after the build: the local build, streaming', after.loaded?.kind === 'local' && after.streaming === true, JSON.stringify(after.loaded ?? after.error));
+  for (const [what, extra] of [['resident', []], ['streamed, cache 0', ['--moe-stream', '--cache-mb', '0']]]) {
+    const r = bmoe([...ref.runArgs, ...extra]);
+    const t = r.status === 0 ? tokensOf(r.stdout) : { ids: [], text: r.stderr.slice(-1000) };
+    check(`the local build, ${what}: the same ${N} greedy tokens as this checkout's build`, JSON.stringify(t.ids) === JSON.stringify(ref.expected.ids), JSON.stringify(t.text.slice(0, 60)));
+  }
+}
+
 async function main() {
   const prebuilt = join(root, 'packages', 'core-native', 'npm', 'linux-x64-gnu', 'bmoe.linux-x64-gnu.node');
   if (!existsSync(prebuilt)) {
@@ -266,8 +332,9 @@ async function main() {
     const site = bareSite(tmp, npmEnv);
     if (!installFromRegistry(site, url)) return;
     checkPrebuilt(site, ref);
-    if (wasmPublished) checkWasm(tmp, site, ref);
-    else console.log('skip wasm32-wasi: not built (packages/core-native/npm/wasm32-wasi/bmoe.wasm32-wasi.wasm)');
+    if (!wasmPublished) throw new Error('packages/core-native/npm/wasm32-wasi/bmoe.wasm32-wasi.wasm: not built; run node packages/core-native/scripts/build-wasm.mjs');
+    checkWasm(tmp, site, ref);
+    checkLocalBuild(tmp, npmEnv, ref);
   } finally {
     verdaccio?.kill('SIGTERM');
     if (!process.env.BMOE_KEEP_TMP) rmSync(tmp, { recursive: true, force: true });

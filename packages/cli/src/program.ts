@@ -8,6 +8,7 @@ import { registerChat } from './commands/chat.js';
 import { registerDemo } from './commands/demo.js';
 import { registerInfo } from './commands/info.js';
 import { registerMakeModel } from './commands/make-model.js';
+import { registerNative } from './commands/native.js';
 import { registerPull } from './commands/pull.js';
 import { registerRun } from './commands/run.js';
 import { registerServe } from './commands/serve.js';
@@ -30,5 +31,6 @@ export function buildProgram(ctx: CliContext): Command {
   registerPull(program, ctx);
   registerDemo(program, ctx);
   registerBench(program, ctx);
+  registerNative(program, ctx);
   return program;
 }

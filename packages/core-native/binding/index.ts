@@ -5,8 +5,10 @@
 // /proc/cpuinfo allows is loaded (cpu-variants.json, selectVariant); BMOE_CPU_VARIANT=<name> forces
 // one (and makes that package the only candidate). BMOE_FORCE_WASM=1 loads only the wasm build.
 // When nothing loads, the one-line error lists every candidate and why it failed.
+import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { NativeBinding } from './types.js';
@@ -17,9 +19,12 @@ import {
   isWasmCandidate,
   platformPackageName as packageFor,
   platformTarget,
+  candidateKind,
   selectCandidates,
   selectVariant,
+  type CandidateKind,
   type LoaderHost,
+  type LocalBuilds,
 } from './select.js';
 
 export type * from './types.js';
@@ -40,6 +45,8 @@ export {
   selectCandidates,
   selectVariant,
   variantFile,
+  candidateKind,
+  type CandidateKind,
   type CpuVariant,
   type LoaderHost,
   type LocalBuilds,
@@ -54,6 +61,8 @@ const pkgDir = join(dirname(fileURLToPath(import.meta.url)), '..');
 export interface BindingSource {
   /** The file path or package name that loaded. */
   candidate: string;
+  /** What it is: BMOE_NATIVE_PATH's file, this checkout's build, a prebuilt platform package, the user's local build, or wasm. */
+  kind: CandidateKind;
   /** The resolved file that was loaded. */
   file: string;
   /** True for the wasm32-wasi build. */
@@ -90,12 +99,43 @@ export function platformPackageName(platform: string = process.platform, arch: s
   return packageFor({ platform, arch, libc: platform === process.platform ? hostLibc() : 'glibc' });
 }
 
-/** Where the binding will be looked for, in order (this process, this package). */
-export function bindingCandidates(host: LoaderHost = currentHost()): string[] {
+/** This package's version: the local build's folder is per version. */
+export const CORE_NATIVE_VERSION: string = (require(join(pkgDir, 'package.json')) as { version: string }).version;
+
+/**
+ * The folder of the user's own build (`bmoe native build`), for this version:
+ * ${BMOE_CACHE_DIR:-~/.cache/bmoe}/native/<version> (scripts/build-local.mjs writes it by the same rule).
+ */
+export function localBuildDir(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  return join(env.BMOE_CACHE_DIR || join(homedir(), '.cache', 'bmoe'), 'native', CORE_NATIVE_VERSION);
+}
+
+/** The files the loader knows of besides packages: this checkout's builds and the user's local build. */
+function localBuilds(host: LoaderHost): LocalBuilds {
   const wasmGlue = join(pkgDir, 'npm', 'wasm32-wasi', 'bmoe.wasi.cjs');
-  return selectCandidates(host, {
+  return {
     nativeFile: join(pkgDir, 'build', 'Release', 'bmoe.node'),
     wasmFile: existsSync(join(pkgDir, 'npm', 'wasm32-wasi', 'bmoe.wasm32-wasi.wasm')) ? wasmGlue : undefined,
+    userFile: join(localBuildDir(host.env), 'bmoe.node'),
+  };
+}
+
+/** Where the binding will be looked for, in order (this process, this package). */
+export function bindingCandidates(host: LoaderHost = currentHost()): string[] {
+  return selectCandidates(host, localBuilds(host));
+}
+
+/**
+ * Builds the addon on this machine into localBuildDir() (`bmoe native build`): the pinned
+ * llama.cpp source fetched with npm, this CPU's features, progress on stderr. Resolves to the
+ * build script's exit status. `check`: look for the tools and say what would be built, nothing more.
+ */
+export function buildLocal(opts: { jobs?: number; check?: boolean } = {}): Promise<number> {
+  const args = [join(pkgDir, 'scripts', 'build-local.mjs'), ...(opts.jobs ? ['--jobs', String(opts.jobs)] : []), ...(opts.check ? ['--check'] : [])];
+  return new Promise((resolveStatus) => {
+    const child = spawn(process.execPath, args, { stdio: 'inherit' });
+    child.on('error', () => resolveStatus(1));
+    child.on('close', (code) => resolveStatus(code ?? 1));
   });
 }
 
@@ -162,6 +202,7 @@ export type Precheck = string | { file: string; variant?: string } | undefined;
 export function loadFirst(
   candidates: readonly string[],
   precheck: (candidate: string) => Precheck = () => undefined,
+  kindOf: (candidate: string) => CandidateKind = (c) => (isWasmCandidate(c) ? 'wasm' : 'prebuilt'),
 ): { binding: NativeBinding; source: BindingSource } {
   const failed: string[] = [];
   for (const candidate of candidates) {
@@ -173,7 +214,7 @@ export function loadFirst(
     if (checked) {
       try {
         const binding = require(checked.file) as NativeBinding;
-        return { binding, source: { candidate, file: checked.file, wasm: false, variant: checked.variant, failed } };
+        return { binding, source: { candidate, kind: kindOf(candidate), file: checked.file, wasm: false, variant: checked.variant, failed } };
       } catch (e) {
         failed.push(`${candidate}: ${firstLine(e)}`);
         continue;
@@ -193,12 +234,12 @@ export function loadFirst(
     }
     try {
       const binding = require(file) as NativeBinding;
-      return { binding, source: { candidate, file, wasm: isWasmCandidate(candidate), failed } };
+      return { binding, source: { candidate, kind: kindOf(candidate), file, wasm: isWasmCandidate(candidate), failed } };
     } catch (e) {
       failed.push(`${candidate}: ${firstLine(e)}`);
     }
   }
-  throw new Error(`no bmoe native binary could be loaded (${failed.join('; ')})`);
+  throw new Error(`no bmoe native binary could be loaded (${failed.join('; ')}); \`bmoe native build\` builds one for this machine`);
 }
 
 /**
@@ -217,18 +258,19 @@ export function loadBinding(): NativeBinding {
   if (cached) return cached.binding;
   defaultOmpWaitPolicy();
   const host = currentHost();
-  cached = loadFirst(bindingCandidates(host), (candidate) => {
+  const local = localBuilds(host);
+  cached = loadFirst(selectCandidates(host, local), (candidate) => {
     // A prebuilt platform package: the addon of the best CPU variant this CPU has (a local build
     // was made for this machine and loads as it is).
     if (candidate !== packageFor(host)) return undefined;
     const found = locatePrebuilt(host);
     return typeof found === 'object' ? { file: found.file, variant: found.variant } : found;
-  });
+  }, (candidate) => candidateKind(candidate, host, local));
   const { source } = cached;
   if (source.wasm && !envFlag(host.env[ENV_FORCE_WASM])) {
     process.emitWarning(
       `no native binary loaded for ${packageFor(host)} (${source.failed.join('; ')}); using the wasm32-wasi build: ` +
-        'several times slower, one thread, resident models under 4 GiB only, no expert streaming',
+        'several times slower, one thread, resident models under 4 GiB only, no expert streaming; `bmoe native build` makes a native one for this machine',
       { code: 'BMOE_WASM_FALLBACK' },
     );
   }

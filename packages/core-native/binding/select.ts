@@ -27,6 +27,23 @@ export interface LocalBuilds {
   nativeFile?: string;
   /** The checkout's wasm glue (npm/wasm32-wasi/bmoe.wasi.cjs), tried first when the wasm build is forced. */
   wasmFile?: string;
+  /**
+   * The user's own build (`bmoe native build`: ~/.cache/bmoe/native/<version>/bmoe.node), tried
+   * after the platform package and before the wasm32-wasi fallback.
+   */
+  userFile?: string;
+}
+
+/** What kind of binary a candidate is: a file named by BMOE_NATIVE_PATH, a checkout's build, a prebuilt platform package, the user's local build, or wasm. */
+export type CandidateKind = 'env' | 'checkout' | 'prebuilt' | 'local' | 'wasm';
+
+/** The kind of `candidate` among those selectCandidates returned for `host` and `local`. */
+export function candidateKind(candidate: string, host: LoaderHost, local: LocalBuilds = {}): CandidateKind {
+  if (host.env[ENV_NATIVE_PATH] && candidate === host.env[ENV_NATIVE_PATH]) return 'env';
+  if (isWasmCandidate(candidate)) return 'wasm';
+  if (candidate === local.userFile) return 'local';
+  if (candidate === local.nativeFile) return 'checkout';
+  return 'prebuilt';
 }
 
 /** The targets prebuilt and published (napi-rs platform-arch-abi names). */
@@ -66,7 +83,8 @@ export function envFlag(value: string | undefined): boolean {
  * - BMOE_CPU_VARIANT set: the platform package only (that variant's addon; a checkout's own build
  *   is skipped, since the user asked for a prebuilt variant, and nothing falls back).
  * - BMOE_FORCE_WASM on: the checkout's wasm build, then the wasm32-wasi package.
- * - otherwise: the checkout's native build, the platform package, then the wasm32-wasi package.
+ * - otherwise: the checkout's native build, the platform package, the user's local build (`bmoe
+ *   native build`), then the wasm32-wasi package.
  * The platform package is listed even for targets that are not prebuilt, so the error names it.
  */
 export function selectCandidates(host: LoaderHost, local: LocalBuilds = {}): string[] {
@@ -76,7 +94,7 @@ export function selectCandidates(host: LoaderHost, local: LocalBuilds = {}): str
   if (envFlag(host.env[ENV_FORCE_WASM])) {
     return [...(local.wasmFile ? [local.wasmFile] : []), WASM_PACKAGE];
   }
-  return [...(local.nativeFile ? [local.nativeFile] : []), platformPackageName(host), WASM_PACKAGE];
+  return [...(local.nativeFile ? [local.nativeFile] : []), platformPackageName(host), ...(local.userFile ? [local.userFile] : []), WASM_PACKAGE];
 }
 
 /** True for a candidate that names the wasm build (package or glue file). */

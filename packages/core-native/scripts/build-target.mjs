@@ -74,6 +74,8 @@ export function targetConfig(target, env = process.env) {
       if (!existsSync(tc)) throw new Error(`${tc}: not found; is ANDROID_NDK_HOME (${ndk}) an NDK folder?`);
       return [...common, `-DCMAKE_TOOLCHAIN_FILE=${tc}`, '-DANDROID_ABI=arm64-v8a', '-DANDROID_PLATFORM=android-28',
         '-DANDROID_STL=c++_static',
+        // 16 KiB-page devices (Android 15+) refuse a library whose segments are aligned for 4 KiB only.
+        '-DANDROID_SUPPORT_FLEXIBLE_PAGE_SIZES=ON',
         // Node-API symbols (napi_*) come from the node executable at load time, as on Linux; the
         // NDK links shared libraries with --no-undefined unless told otherwise.
         '-DANDROID_ALLOW_UNDEFINED_SYMBOLS=ON'];

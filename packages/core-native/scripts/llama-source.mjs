@@ -20,10 +20,8 @@ export const LLAMA_NPM_INTEGRITY =
 export const LLAMA_COMMIT = '80fb11ac73e66d89eae2c6a91d8a77428fa733ed';
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const depsDir = join(pkgDir, 'deps');
-const srcDir = join(depsDir, 'llama.cpp');
+const defaultSrcDir = join(pkgDir, 'deps', 'llama.cpp');
 const patchDir = join(pkgDir, 'patches');
-const stampFile = join(depsDir, 'llama.cpp.stamp');
 const cacheDir = process.env.BMOE_CACHE_DIR ?? join(homedir(), '.cache', 'bmoe');
 
 function run(cmd, args, opts = {}) {
@@ -59,7 +57,13 @@ function wantedStamp() {
   return h.digest('hex');
 }
 
-export function ensureLlamaSource() {
+/**
+ * The pinned, patched source at `srcDir` (default deps/llama.cpp; `bmoe native build` puts it in
+ * the user's cache), with its stamp beside it. Returns the folder.
+ */
+export function ensureLlamaSource(srcDir = defaultSrcDir) {
+  const depsDir = dirname(srcDir);
+  const stampFile = `${srcDir}.stamp`;
   const stamp = wantedStamp();
   if (existsSync(stampFile) && readFileSync(stampFile, 'utf8').trim() === stamp && existsSync(join(srcDir, 'CMakeLists.txt'))) {
     return srcDir;

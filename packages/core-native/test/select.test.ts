@@ -7,6 +7,7 @@ import {
   cpuFeatures,
   platformPackageName,
   platformTarget,
+  candidateKind,
   selectCandidates,
   selectVariant,
   variantFile,
@@ -35,6 +36,20 @@ describe('candidate order', () => {
   it('local build, platform package, then the wasm fallback', () => {
     expect(selectCandidates(host(), local)).toEqual([local.nativeFile, '@bmoe/core-native-linux-x64-gnu', '@bmoe/core-native-wasm32-wasi']);
     expect(selectCandidates(host({ platform: 'android', arch: 'arm64' }))).toEqual(['@bmoe/core-native-android-arm64', '@bmoe/core-native-wasm32-wasi']);
+  });
+
+  it("the user's own build (bmoe native build) after the platform package and before wasm; each candidate's kind", () => {
+    const user = { ...local, userFile: '/home/u/.cache/bmoe/native/0.1.0/bmoe.node' };
+    const android = host({ platform: 'android', arch: 'arm64' });
+    expect(selectCandidates(android, { userFile: user.userFile })).toEqual(['@bmoe/core-native-android-arm64', user.userFile, '@bmoe/core-native-wasm32-wasi']);
+    const order = selectCandidates(host(), user);
+    expect(order).toEqual([user.nativeFile, '@bmoe/core-native-linux-x64-gnu', user.userFile, '@bmoe/core-native-wasm32-wasi']);
+    expect(order.map((c) => candidateKind(c, host(), user))).toEqual(['checkout', 'prebuilt', 'local', 'wasm']);
+    // Forcing wasm or naming a file leaves the local build out.
+    expect(selectCandidates(host({ env: { BMOE_FORCE_WASM: '1' } }), user)).not.toContain(user.userFile);
+    const named = host({ env: { BMOE_NATIVE_PATH: '/x/y.node' } });
+    expect(selectCandidates(named, user)).toEqual(['/x/y.node']);
+    expect(candidateKind('/x/y.node', named, user)).toBe('env');
   });
 
   it('BMOE_NATIVE_PATH is the only candidate, even with the wasm build forced', () => {

@@ -5,7 +5,7 @@ import { GgufValueType, type GgufFile } from '@bmoe/gguf';
 import { readProcessReadBytes } from './system.js';
 import { BmoeError, messageOf } from './errors.js';
 import { headerInfo, readModelFile, type ModelHeaderInfo } from './inspect.js';
-import { nativeBinding } from './native.js';
+import { nativeBinding, nativeIsWasm } from './native.js';
 import { opt, optionError } from './options/errors.js';
 import { show } from './options/values.js';
 import { nativeContextParams, nativeModelParams } from './options/native.js';
@@ -17,6 +17,7 @@ import {
   type SessionOptions,
 } from './options/api.js';
 import { SessionImpl, type Session } from './session.js';
+import { refuseWhatWasmCannot } from './wasm-fallback.js';
 
 /** Header facts plus what the loaded model reports. */
 export interface ModelInfo extends ModelHeaderInfo {
@@ -88,6 +89,7 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
   if (opts.stream) checkStreamable(header, opts);
 
   const binding = await nativeBinding();
+  if (await nativeIsWasm()) refuseWhatWasmCannot(header, opts);
   const progress = options?.onProgress ? new Progress(options.onProgress) : null;
   const params = nativeModelParams(path, opts, header.architecture);
   if (progress) params.onProgress = (f) => progress.report(f);

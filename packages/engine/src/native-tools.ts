@@ -3,7 +3,9 @@
 // tools (the reference the identity tests and the bench compare against). Packages above the
 // engine reach native code only through loadModel() and these.
 import type { NativeReadCeilingParams } from '@bmoe/core-native';
-import { bindingSource, llamaToolPath as coreToolPath, prebuiltBinary as corePrebuiltBinary } from '@bmoe/core-native';
+import { bindingSource, buildLocal, localBuildDir, llamaToolPath as coreToolPath, prebuiltBinary as corePrebuiltBinary } from '@bmoe/core-native';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** The reference run of llama-completion (core-native's contract): its arguments, the executable not included. */
 export { llamaCompletionArgs, type LlamaCompletionRun } from '@bmoe/core-native';
@@ -13,6 +15,8 @@ import { nativeBinding } from './native.js';
 export interface NativeBuild {
   /** The file path or package name that loaded. */
   candidate: string;
+  /** What it is: BMOE_NATIVE_PATH's file, a source checkout's build, a prebuilt platform package, the user's local build (`bmoe native build`), or wasm. */
+  kind: 'env' | 'checkout' | 'prebuilt' | 'local' | 'wasm';
   /** The resolved file. */
   file: string;
   /** True for the wasm32-wasi fallback (resident models only, no expert streaming). */
@@ -30,8 +34,35 @@ export interface NativeBuild {
 /** Loads the addon if needed; rejects with BmoeError('E_NATIVE') and the loader's one-line reason. */
 export async function nativeBuild(): Promise<NativeBuild> {
   const binding = await nativeBinding();
-  const { candidate, file, wasm, failed } = bindingSource();
-  return { candidate, file, wasm, failed: [...failed], ...binding.buildInfo() };
+  const { candidate, kind, file, wasm, failed } = bindingSource();
+  return { candidate, kind, file, wasm, failed: [...failed], ...binding.buildInfo() };
+}
+
+/** The user's local build of the addon (`bmoe native build`): where it goes, and whether it is there. */
+export interface LocalNativeBuild {
+  /** ${BMOE_CACHE_DIR:-~/.cache/bmoe}/native/<version>: the llama.cpp source, the build folder and the addon. */
+  dir: string;
+  /** The addon the loader tries after a prebuilt platform package and before wasm. */
+  file: string;
+  present: boolean;
+}
+
+/** Where `bmoe native build` puts the addon for this version, and whether it is built. Loads nothing. */
+export function localNativeBuild(): LocalNativeBuild {
+  const dir = localBuildDir();
+  const file = join(dir, 'bmoe.node');
+  return { dir, file, present: existsSync(file) };
+}
+
+/**
+ * Builds the addon on this machine (`bmoe native build`): the pinned llama.cpp source fetched from
+ * npm, this CPU's features, into localNativeBuild().dir; progress on stderr. Needs cmake, ninja, a
+ * C++ compiler, git, tar and npm. Resolves to the exit status (0 = built). `check` only looks for
+ * the tools and says what would be built. A process that already loaded a binary keeps it: the new
+ * build loads in the next process.
+ */
+export function buildNative(opts: { jobs?: number; check?: boolean } = {}): Promise<number> {
+  return buildLocal(opts);
 }
 
 /** A prebuilt addon of the installed platform package (core-native's prebuiltBinary). */

@@ -17,6 +17,13 @@ export async function nativeBinding(): Promise<NativeBinding> {
   return binding;
 }
 
+/** True when the binary that loaded is the wasm32-wasi fallback (resident, one thread, no streaming). */
+export async function nativeIsWasm(): Promise<boolean> {
+  await nativeBinding();
+  const mod = await import('@bmoe/core-native');
+  return mod.bindingSource().wasm;
+}
+
 /** True when the native addon loads on this machine (tests skip the integration suites otherwise). */
 export async function isNativeAvailable(): Promise<boolean> {
   try {
