@@ -32,6 +32,14 @@ export const FORBIDDEN = [
   /\.(c|cc|cpp|h|hpp|cu|m|metal)$/,
   /(^|\/)CMakeLists\.txt$/,
 ];
+/**
+ * @bmoe/core-native ships its C++ sources (src/, include/, cmake/, patches/, CMakeLists.txt) for
+ * `bmoe native build`, which compiles the addon on a machine without a prebuilt; never the
+ * llama.cpp source (fetched from npm at build time), tests, deps/ or build folders. These are the
+ * files it must ship for that build.
+ */
+const NATIVE_SOURCES = [/^src\//, /^include\//, /^cmake\//, /^patches\//, /^CMakeLists\.txt$/];
+const NATIVE_BUILD_NEEDS = ['CMakeLists.txt', 'src/sources.cmake', 'cmake/llama-subbuild.cmake', 'scripts/build-local.mjs', 'scripts/llama-source.mjs', 'scripts/build-progress.mjs', 'include/bmoe/contract/params.h'];
 const META = ['repository', 'homepage', 'bugs', 'keywords', 'license'];
 
 const isPlatform = (dir) => relative(root, dir).startsWith(join('packages', 'core-native', 'npm'));
@@ -76,7 +84,10 @@ export function checkTarball({ pkg, tarball }) {
   for (const k of META) if (json[k] === undefined || (Array.isArray(json[k]) && json[k].length === 0)) bad.push(`${at}: package.json has no ${k}`);
   if (json.license !== 'MIT') bad.push(`${at}: license is ${json.license}, not MIT`);
   for (const f of pointedFiles(json)) if (!has.has(f)) bad.push(`${at}: ${f} (named in package.json) is missing`);
-  for (const forbidden of files.filter((f) => FORBIDDEN.some((re) => re.test(f)))) bad.push(`${at}: holds ${forbidden}`);
+  const sources = pkg.name === '@bmoe/core-native';
+  const allowed = (f) => sources && NATIVE_SOURCES.some((re) => re.test(f)) && !/(^|\/)(tests?|deps|build(-[^/]+)?)\//.test(f);
+  for (const forbidden of files.filter((f) => FORBIDDEN.some((re) => re.test(f)) && !allowed(f))) bad.push(`${at}: holds ${forbidden}`);
+  if (sources) for (const f of NATIVE_BUILD_NEEDS) if (!has.has(f)) bad.push(`${at}: no ${f} (bmoe native build needs it)`);
   if (isPlatform(pkg.dir)) {
     for (const f of json.files) if (!has.has(f)) bad.push(`${at}: no ${f}`);
     if (!has.has('THIRD-PARTY-NOTICES')) bad.push(`${at}: no THIRD-PARTY-NOTICES`);
