@@ -24,3 +24,11 @@ export function table(rows: ReadonlyArray<readonly [string, string]>): string {
   const width = rows.reduce((w, [label]) => Math.max(w, label.length), 0);
   return rows.map(([label, value]) => `${label.padEnd(width)}  ${value}`).join('\n') + '\n';
 }
+
+/**
+ * The streamer's own warning (O_DIRECT refused and reads buffered, `--cache-mb auto` fell back to
+ * no cache), as one `bmoe: warning: …` line on stderr; nothing when it has none.
+ */
+export function warnStream(info: { stream: { warning: string } | null }): void {
+  if (info.stream?.warning) process.stderr.write(`bmoe: warning: ${info.stream.warning}\n`);
+}

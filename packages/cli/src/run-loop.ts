@@ -4,6 +4,7 @@ import { loadModel, type GenerateOptions, type LoadOptions, type Model, type Tok
 import { endOfRunLineOptions, formatEndOfRunLines, type RunSummary } from '@bmoe/engine/metrics';
 import { EXIT_INTERRUPTED } from './context.js';
 import { CsvFile } from './csv-file.js';
+import { warnStream } from './format.js';
 
 export interface GenerationSpec {
   model: string;
@@ -25,6 +26,7 @@ export interface GenerationSpec {
 /** Runs one generation; resolves to the exit code (0, or 130 after Ctrl-C). Throws on failure. */
 export async function runGeneration(spec: GenerationSpec): Promise<number> {
   const model = await loadModel(spec.model, spec.load);
+  warnStream(model.info);
   let csv: CsvFile | null = null;
   const ac = new AbortController();
   let interrupted = false;

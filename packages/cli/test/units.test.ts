@@ -1,8 +1,8 @@
 // Pure pieces of the CLI, tested in-process.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { InvalidArgumentError } from 'commander';
 import { demoModelPath } from '../src/commands/demo.js';
-import { formatBytes, table } from '../src/format.js';
+import { formatBytes, table, warnStream } from '../src/format.js';
 import { findLlamaTool, stripCompletionOutput } from '../src/llama-tools.js';
 import { cacheMb, nonNegativeNumber, positiveInt, probability, uint32 } from '../src/parse.js';
 
@@ -19,6 +19,20 @@ describe('flag parsers', () => {
     expect(cacheMb('auto')).toBe('auto');
     expect(cacheMb('2000')).toBe(2000);
     expect(() => cacheMb('-1')).toThrow("must be a non-negative integer (MiB) or 'auto'");
+  });
+});
+
+describe("the streamer's warning", () => {
+  it('is one bmoe: warning line on stderr when the streamer has one, nothing otherwise', () => {
+    const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      warnStream({ stream: { warning: 'm.gguf: O_DIRECT is not supported here (Invalid argument); reading through the page cache' } });
+      warnStream({ stream: { warning: '' } });
+      warnStream({ stream: null });
+      expect(write.mock.calls.map((c) => c[0])).toEqual(['bmoe: warning: m.gguf: O_DIRECT is not supported here (Invalid argument); reading through the page cache\n']);
+    } finally {
+      write.mockRestore();
+    }
   });
 });
 

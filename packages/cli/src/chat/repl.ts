@@ -6,7 +6,7 @@ import pc from 'picocolors';
 import { BmoeError, loadModel, type GenerateOptions, type GenerationResult, type LoadOptions, type Model, type Session } from '@bmoe/engine';
 import { endOfRunLineOptions, formatEndOfRunLines } from '@bmoe/engine/metrics';
 import { EXIT_INTERRUPTED } from '../context.js';
-import { formatBytes } from '../format.js';
+import { formatBytes, warnStream } from '../format.js';
 import { reportError } from '../report-error.js';
 import { PipedInput, TtyInput, type ChatInput } from './input.js';
 import { streamReply, type ReplyView } from './reply.js';
@@ -39,6 +39,7 @@ const HELP = [
 /** Runs the chat until the user leaves; resolves to the exit code. Throws when the model does not load. */
 export async function runChat(spec: ChatSpec, io: ChatIo = process): Promise<number> {
   const model = await loadModel(spec.model, spec.load);
+  warnStream(model.info);
   try {
     const session = model.createSession(spec.system === undefined ? {} : { system: spec.system });
     return await new Chat(spec, io, model, session).run();

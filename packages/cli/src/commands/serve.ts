@@ -6,7 +6,7 @@ import { writeSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
-import { formatBytes } from '../format.js';
+import { formatBytes, warnStream } from '../format.js';
 import { addContextOptions, addStreamingOptions, chooseLoad, loadOptions, modelCommand, settingsLine, type ModelFlags } from '../model-options.js';
 import { intRange, nonNegativeInt } from '../parse.js';
 
@@ -143,6 +143,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
           `bmoe serve: ready: model '${server.modelId}' (${info.architecture}, ${formatBytes(info.fileBytes)}, ${how}), ` +
             `loaded in ${(info.load.ms / 1000).toFixed(2)} s${flags.apiKey ? '; API key required' : ''}\n`,
         );
+        warnStream(info);
       }
       await stopped;
       process.stderr.write('bmoe serve: stopped\n');

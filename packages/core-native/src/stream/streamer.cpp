@@ -122,7 +122,8 @@ streamer::streamer(const stream_config & c, const expert_layout & L, const std::
 #ifdef BMOE_HAVE_REPACK_EXPERT
     lanes->convert = repack_slice;
 #endif
-    if (!lanes->warning.empty()) warning = lanes->warning;
+    // After size_cache(): keep its warning (auto fell back to no cache) beside the lanes' one.
+    if (!lanes->warning.empty()) warning = warning.empty() ? lanes->warning : warning + "; " + lanes->warning;
     streamer_register(this);
 }
 
