@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bindingCandidates, bindingSource, defaultOmpWaitPolicy, llamaToolPath, loadBinding, loadFirst } from '../binding/index.js';
+import { bindingCandidates, bindingSource, defaultOmpWaitPolicy, llamaToolPath, loadBinding, loadFirst, localBuildDir } from '../binding/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bmoe-loader-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -30,14 +30,16 @@ describe('native loader', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
-  it('lists the override alone, else the local build, the platform package, then the wasm fallback', () => {
+  it("lists the override alone, else the checkout's build, the platform package, the user's local build (under BMOE_CACHE_DIR), then the wasm fallback", () => {
     const saved = process.env.BMOE_NATIVE_PATH;
     delete process.env.BMOE_NATIVE_PATH;
     expect(bindingCandidates()).toEqual([
       expect.stringMatching(/build\/Release\/bmoe\.node$/),
       '@bmoe/core-native-linux-x64-gnu',
+      join(localBuildDir(), 'bmoe.node'),
       '@bmoe/core-native-wasm32-wasi',
     ]);
+    expect(localBuildDir({ BMOE_CACHE_DIR: '/c' })).toMatch(/^\/c\/native\/\d+\.\d+\.\d+/);
     process.env.BMOE_NATIVE_PATH = '/x/y.node';
     expect(bindingCandidates()).toEqual(['/x/y.node']);
     if (saved === undefined) delete process.env.BMOE_NATIVE_PATH;
