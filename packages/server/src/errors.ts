@@ -77,12 +77,34 @@ function refusal(err: BmoeError, inputParam: string, code: string): ApiError {
   return badRequest(message, param, code);
 }
 
+const PREPARE = 'could not prepare the prompt: ';
+
+/**
+ * A failure of the generation that only the request's own input explains, as a 400: preparing its
+ * prompt (the chat template refusing the conversation, tokenizing it), or sampling under the
+ * grammar it sent or that its schema or tools make (llama.cpp's sampler and grammar errors, a
+ * grammar step over its time budget). The model and its template are the same for every request.
+ */
+function requestCaused(err: BmoeError, inputParam: string, constraintParam: string | null): ApiError | null {
+  if (err.code !== 'E_GENERATE') return null;
+  const prepare = err.message.startsWith(PREPARE);
+  const rest = prepare ? err.message.slice(PREPARE.length) : err.message;
+  const option = /^(jsonSchema|toolChoice|tools|grammar|stop)\b/.exec(rest);
+  if (prepare && option) return refusal(new BmoeError('E_OPTION', rest), inputParam, 'invalid_value');
+  if (prepare) return badRequest(`${PREPARE}${rest}`, inputParam, 'invalid_value');
+  if (!/^(grammar|sampler)\b/.test(rest)) return null;
+  const param = constraintParam ?? inputParam;
+  return badRequest(`invalid '${param}': sampling under the request's constraints failed: ${rest}`, param, 'invalid_value');
+}
+
 /**
  * A generation that failed before or while it ran → the answer. The engine's refusals of the
- * request (prompt longer than the context, empty, a schema or grammar it cannot use) are the
- * client's (400 naming the field); a model file changed on disk is 503; anything else is ours (500).
+ * request (prompt longer than the context, empty, a schema or grammar it cannot use) and the
+ * failures the request causes (requestCaused) are the client's (400 naming the field: the input,
+ * or `constraintParam`, the field that constrains the answer); a model file changed on disk is
+ * 503; anything else is ours (500).
  */
-export function engineError(err: unknown, inputParam: string, stage: 'start' | 'run'): ApiError {
+export function engineError(err: unknown, inputParam: string, stage: 'start' | 'run', constraintParam: string | null = null): ApiError {
   if (err instanceof BmoeError && err.code === 'E_CONTEXT_FULL') return badRequest(err.message, inputParam, 'context_length_exceeded');
   if (err instanceof BmoeError && err.code === 'E_UNSUPPORTED') return refusal(err, inputParam, 'unsupported_parameter');
   if (err instanceof BmoeError && err.code === 'E_OPTION') {
@@ -92,6 +114,8 @@ export function engineError(err: unknown, inputParam: string, stage: 'start' | '
   if (err instanceof BmoeError && err.code === 'E_MODEL_CHANGED') {
     return new ApiError(503, 'server_error', `the model file changed on disk: ${err.message}; restart the server to load it again`, 'model_changed');
   }
+  const caused = err instanceof BmoeError ? requestCaused(err, inputParam, constraintParam) : null;
+  if (caused) return caused;
   const what = stage === 'start' ? 'could not start the generation' : 'generation failed';
   return new ApiError(500, 'server_error', `${what}: ${messageOf(err)}`, 'generation_failed');
 }

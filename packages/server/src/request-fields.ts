@@ -31,7 +31,7 @@ export const ignored = <T extends z.ZodType>(t: T) => NULLABLE(t);
 
 // Counts the native core takes up to 2^24: a larger one is refused here, naming the field.
 /** An integer field from `min` to its option's largest value (the option table's range). */
-function intField(option: 'maxTokens' | 'topK' | 'seed' | 'repeatLastN', min: number, minText = String(min)) {
+function intField(option: 'maxTokens' | 'topK' | 'repeatLastN', min: number, minText = String(min)) {
   const max = optionMax(option);
   const message = `must be an integer from ${minText} to ${max}`;
   return NULLABLE(z.number(message).int(message).min(min, message).max(max, message));
@@ -40,12 +40,22 @@ function intField(option: 'maxTokens' | 'topK' | 'seed' | 'repeatLastN', min: nu
 export const maxTokens = intField('maxTokens', 1);
 const TEMP = 'must be a number from 0 to 2';
 export const temperature = NULLABLE(z.number(TEMP).min(0, TEMP).max(2, TEMP));
-const TOP_P = 'must be a number in (0, 1]';
-export const topP = NULLABLE(z.number(TOP_P).gt(0, TOP_P).lte(1, TOP_P));
+// 0 is OpenAI's (and llama.cpp's) smallest nucleus: the most likely token alone (request.ts).
+const TOP_P = 'must be a number from 0 to 1';
+export const topP = NULLABLE(z.number(TOP_P).min(0, TOP_P).max(1, TOP_P));
 const MIN_P = 'must be a number from 0 (off) to 1';
 export const minP = NULLABLE(z.number(MIN_P).min(0, MIN_P).max(1, MIN_P));
 export const topK = intField('topK', 0, '0 (off)');
-export const seed = intField('seed', 0);
+/** OpenAI's seeds are 64-bit integers; JSON numbers past 2^53 arrive rounded, still integers. */
+const SEED_BOUND = 2 ** 63;
+const SEED = 'must be an integer (-1 = random; any other is taken modulo 2^32)';
+/** Any 64-bit integer, as OpenAI and llama-server take it; request.ts maps it to the engine's uint32. */
+export const seed = NULLABLE(
+  z
+    .number(SEED)
+    .refine((v) => Number.isInteger(v), SEED)
+    .refine((v) => Math.abs(v) <= SEED_BOUND, SEED),
+);
 const PENALTY = 'must be a number from -2 to 2';
 /** OpenAI's presence / frequency penalties (0 = off). */
 export const penalty = NULLABLE(z.number(PENALTY).min(-2, PENALTY).max(2, PENALTY));
@@ -76,6 +86,16 @@ export const streamOptions = NULLABLE(
   ),
 );
 export const model = z.string('must be a string').optional();
+/** OpenAI's `prompt_cache_options` ({ mode, ttl }): caching hints; the answer is the same without them. */
+export const promptCacheOptions = ignored(
+  z.looseObject(
+    {
+      mode: NULLABLE(z.string('must be a string')),
+      ttl: NULLABLE(z.string('must be a string')),
+    },
+    'must be an object { mode, ttl }',
+  ),
+);
 const GRAMMAR = 'must be a GBNF grammar (a string)';
 /** llama-server's `grammar` extension: GBNF for the answer. */
 export const grammar = NULLABLE(z.string(GRAMMAR).min(1, GRAMMAR));
@@ -87,6 +107,8 @@ const contentPart = z.strictObject(
   {
     type: z.literal('text', "only text content parts are supported ('text')"),
     text: z.string('must be a string'),
+    // OpenAI's explicit prompt-cache boundary: the KV cache here reuses every common prefix anyway.
+    prompt_cache_breakpoint: ignored(z.looseObject({}, 'must be an object')),
   },
   CONTENT,
 );

@@ -57,6 +57,7 @@ export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpe
     input: messages,
     generate,
     stream: b.stream === true,
+    includeUsage: b.stream_options?.include_usage === true,
     inputParam: 'messages',
   };
 }
@@ -100,6 +101,7 @@ export function completionSpec(core: ServerCore, b: CompletionBody): GenerationS
     // OpenAI's legacy completions default to 16 tokens.
     generate: generateOptions(core, b, b.max_tokens ?? 16),
     stream: b.stream === true,
+    includeUsage: b.stream_options?.include_usage === true,
     inputParam: 'prompt',
   };
 }
@@ -119,8 +121,11 @@ function generateOptions(core: ServerCore, b: ChatCompletionBody | CompletionBod
     maxTokens: maxTokens ?? Math.min(core.contextSize(), NATIVE_MAX_COUNT),
     temperature,
   };
-  if (given(b.top_p)) out.topP = b.top_p;
   if (given(b.top_k)) out.topK = b.top_k;
+  // top_p 0 is the smallest nucleus, the most likely token alone (llama.cpp's top-p keeps one
+  // token there): top-k 1, as the engine's top-p takes (0, 1] only.
+  if (b.top_p === 0) out.topK = 1;
+  else if (given(b.top_p)) out.topP = b.top_p;
   if (given(b.min_p)) out.minP = b.min_p;
   if (given(b.presence_penalty)) out.presencePenalty = b.presence_penalty;
   if (given(b.frequency_penalty)) out.frequencyPenalty = b.frequency_penalty;
@@ -130,7 +135,28 @@ function generateOptions(core: ServerCore, b: ChatCompletionBody | CompletionBod
   // An empty stop string would end every answer before it starts: it stops nothing, as with OpenAI.
   const stops = (typeof b.stop === 'string' ? [b.stop] : (b.stop ?? [])).filter((s) => s !== '');
   if (stops.length > 0) out.stop = stops;
-  if (given(b.seed)) out.seed = b.seed;
-  else if (temperature > 0) out.seed = randomBytes(4).readUInt32LE(0);
+  const seed = given(b.seed) ? engineSeed(b.seed) : null;
+  if (seed !== null) out.seed = seed;
+  else if (temperature > 0) out.seed = randomSeed();
   return out;
+}
+
+const TWO_32 = 2 ** 32;
+/** llama.cpp's LLAMA_DEFAULT_SEED (2^32 - 1, what -1 reads as): a random seed. */
+const RANDOM_SEED = TWO_32 - 1;
+
+/** A random uint32 other than llama.cpp's "random" value, so the seed sent is the one drawn. */
+function randomSeed(): number {
+  const v = randomBytes(4).readUInt32LE(0);
+  return v === RANDOM_SEED ? 0 : v;
+}
+
+/**
+ * A request's 64-bit seed → the engine's uint32, as llama-server reads it: the value modulo 2^32
+ * (so 2^32 + 7 samples as 7, -2 as 2^32 - 2). -1 (and every value that is 2^32 - 1 modulo 2^32,
+ * llama.cpp's default seed) is llama-server's "random": a seed drawn per request, null here.
+ */
+export function engineSeed(seed: number): number | null {
+  const v = ((seed % TWO_32) + TWO_32) % TWO_32;
+  return v === RANDOM_SEED ? null : v;
 }

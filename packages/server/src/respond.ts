@@ -1,7 +1,8 @@
 // One generation → one answer: what each token adds to the parsed answer (content, reasoning,
 // tool-call pieces) becomes an SSE chunk as it comes (or the finished answer one JSON body),
-// every token moves /metrics, and the end becomes the final chunk or body with the finish reason,
-// `usage` and the `bmoe` result — or the error the client is owed. Stop strings, reasoning and
+// every token moves /metrics, and the end becomes the final chunk (then, with include_usage,
+// OpenAI's usage chunk) or the body with the finish reason, `usage` and the `bmoe` result — or the
+// error the client is owed: the JSON error before the stream opened, one SSE error event after. Stop strings, reasoning and
 // tool calls are the engine's (llama.cpp's chat parser): this file only shapes them.
 import type { ChatMessage, GenerateOptions, Generation, GenerationResult, MessageDelta, ResolvedStreamOptions, Session, TokenMetrics } from '@bmoe/engine';
 import type { FastifyReply } from 'fastify';
@@ -17,6 +18,8 @@ export interface GenerationSpec {
   input: string | ChatMessage[];
   generate: Omit<GenerateOptions, 'signal'>;
   stream: boolean;
+  /** `stream_options.include_usage`: a stream ends with OpenAI's usage chunk. */
+  includeUsage: boolean;
   /** The parameter named when the engine refuses the prompt (too long, empty). */
   inputParam: 'messages' | 'prompt';
 }
@@ -39,6 +42,15 @@ export interface RespondContext {
  */
 const SSE_OPEN_AFTER_MS = 1000;
 
+/** The request field that constrains the answer (its grammar comes from it), or null. */
+export function constraintParam(spec: GenerationSpec): string | null {
+  const g = spec.generate;
+  if (g.grammar) return 'grammar';
+  if (g.jsonSchema) return 'response_format';
+  if (g.tools?.length && g.toolChoice !== 'none') return g.toolChoice === undefined || g.toolChoice === 'auto' ? 'tools' : 'tool_choice';
+  return null;
+}
+
 /** What the generation gave, read to its end. */
 interface Outcome {
   firstTokenMs: number | null;
@@ -52,9 +64,9 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
   try {
     gen = session.generate(spec.input, { ...spec.generate, signal });
   } catch (err) {
-    throw engineError(err, spec.inputParam, 'start');
+    throw engineError(err, spec.inputParam, 'start', constraintParam(spec));
   }
-  const shapes = new ResponseShapes(spec.endpoint, ctx.modelId);
+  const shapes = new ResponseShapes(spec.endpoint, ctx.modelId, spec.stream && spec.includeUsage);
   const sse = spec.stream ? createSse(reply, { preamble: shapes.roleChunk(), openAfterMs: SSE_OPEN_AFTER_MS }) : null;
   const out = await readGeneration(gen, spec, ctx, (delta, token) => sse?.send(shapes.chunk(delta, { token })));
   const totalSeconds = (performance.now() - ctx.t0) / 1000;
@@ -79,7 +91,7 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
     return undefined;
   }
   ctx.metrics.request(spec.endpoint, 'completed', totalSeconds);
-  return answer(reply, sse, shapes, out, out.result, ctx);
+  return answer(reply, sse, shapes, out, out.result, ctx, spec.includeUsage);
 }
 
 /** Iterates the tokens (each one's delta through `onToken`), then awaits the result. */
@@ -111,7 +123,7 @@ async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: Respon
 
 /** The error the client gets for a generation that failed or was stopped by shutdown; null when it ended well. */
 function failureOf(out: Outcome, spec: GenerationSpec): ApiError | null {
-  if (out.failure !== null) return engineError(out.failure, spec.inputParam, 'run');
+  if (out.failure !== null) return engineError(out.failure, spec.inputParam, 'run', constraintParam(spec));
   if (out.result?.stopReason === 'abort') return shuttingDown('the server is shutting down; the generation was stopped');
   return null;
 }
@@ -123,14 +135,16 @@ export function finishReason(result: GenerationResult): FinishReason {
 }
 
 /** The final SSE chunk and [DONE], or the whole JSON body. */
-function answer(reply: FastifyReply, sse: Sse | null, shapes: ResponseShapes, out: Outcome, result: GenerationResult, ctx: RespondContext): unknown {
+function answer(reply: FastifyReply, sse: Sse | null, shapes: ResponseShapes, out: Outcome, result: GenerationResult, ctx: RespondContext, includeUsage: boolean): unknown {
   const finish = finishReason(result);
   const usage = usageOf(result);
   const timings = { queueMs: ctx.queueMs, ttftMs: out.firstTokenMs ?? out.lastTokenMs, totalMs: out.lastTokenMs };
   const bmoe = bmoeResult(result, ctx.stream, result.stopReason, timings);
   if (sse) {
     // Whatever the finished answer holds beyond the deltas sent (text held back to the end).
-    sse.send(shapes.chunk(result.finalDelta, bmoe, finish, usage));
+    sse.send(shapes.chunk(result.finalDelta, bmoe, finish));
+    // As OpenAI: the usage only when asked for, in a chunk of its own with no choices.
+    if (includeUsage) sse.send(shapes.usageChunk(usage));
     sse.send('[DONE]');
     sse.end();
     return undefined;

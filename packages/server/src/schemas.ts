@@ -16,6 +16,7 @@ import {
   model,
   n,
   penalty,
+  promptCacheOptions,
   reasoningEffort,
   repeatLastN,
   repeatPenalty,
@@ -35,7 +36,10 @@ export { MAX_STOP_CHARS, MAX_TOOLS } from './request-fields.js';
 
 const isEmptyObject = (v: unknown): boolean => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
 
-/** Accepted on both endpoints, without effect: identifiers, tags and storage or billing hints. */
+/**
+ * Accepted on both endpoints, without effect: identifiers, tags, storage, billing and prompt-cache
+ * hints (the KV cache here reuses the longest cached prefix of every request; the answer is the same).
+ */
 const ignoredFields = {
   user: ignored(z.string('must be a string')),
   safety_identifier: ignored(z.string('must be a string')),
@@ -44,6 +48,9 @@ const ignoredFields = {
   service_tier: ignored(z.string('must be a string')),
   prompt_cache_key: ignored(z.string('must be a string')),
   prompt_cache_retention: ignored(z.string('must be a string')),
+  prompt_cache_options: promptCacheOptions,
+  // llama-server's switch for its prompt cache.
+  cache_prompt: ignored(z.boolean('must be true or false')),
 };
 
 /** The sampling and streaming fields both endpoints take, under OpenAI's (and llama-server's) names. */
@@ -79,7 +86,9 @@ const unsupportedChat = {
   modalities: unsupported("only text output is supported (['text'])", (v) => Array.isArray(v) && v.every((m) => m === 'text')),
   prediction: unsupported('predicted outputs are not supported'),
   web_search_options: unsupported('web search is not supported'),
-  verbosity: unsupported('verbosity levels are not supported'),
+  // 'medium' is OpenAI's default (and all its models without verbosity levels take).
+  verbosity: unsupported("verbosity levels are not supported; omit it or send 'medium'", (v) => v === 'medium'),
+  moderation: unsupported('moderated completions are not supported'),
 };
 
 export const chatCompletionBody = z

@@ -4,7 +4,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ServerCore } from './core.js';
 import { ApiError, engineError, shuttingDown } from './errors.js';
-import { respond, type GenerationSpec } from './respond.js';
+import { constraintParam, respond, type GenerationSpec } from './respond.js';
 import { QueueFullError, TurnCancelledError } from './turns.js';
 
 /** The request's abort signal: fired by its client leaving or by the end of the shutdown grace. */
@@ -44,7 +44,7 @@ export async function serveGeneration(core: ServerCore, reply: FastifyReply, spe
   try {
     session.check(spec.input, spec.generate);
   } catch (err) {
-    throw engineError(err, spec.inputParam, 'start');
+    throw engineError(err, spec.inputParam, 'start', constraintParam(spec));
   }
   const watch = watchRequest(reply, core.shutdownSignal);
   let release: () => void;

@@ -79,6 +79,8 @@ export class ResponseShapes {
   constructor(
     endpoint: Endpoint,
     private readonly model: string,
+    /** `stream_options.include_usage`: every chunk carries `usage: null`, and usageChunk() the usage. */
+    private readonly includeUsage = false,
   ) {
     this.chat = endpoint === '/v1/chat/completions';
     this.id = `${this.chat ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
@@ -88,20 +90,38 @@ export class ResponseShapes {
   roleChunk(): ChatCompletionChunk | null {
     if (!this.chat) return null;
     const { id, created, model } = this;
-    return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }] };
+    return {
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null, logprobs: null }],
+      ...this.nullUsage(),
+    };
+  }
+
+  /** OpenAI's `usage: null` on every chunk but the usage chunk, with include_usage only. */
+  private nullUsage(): { usage?: null } {
+    return this.includeUsage ? { usage: null } : {};
   }
 
   /**
    * A stream chunk: what a token added to the answer (chat: content, reasoning, tool-call pieces;
-   * raw: its text) with its metrics, or the last one with finish reason, usage and the result.
+   * raw: its text) with its metrics, or the last one with the finish reason and the result.
    */
-  chunk(delta: MessageDelta, bmoe?: BmoeTokenChunk | BmoeResult, finish: FinishReason | null = null, usage?: Usage): Chunk {
+  chunk(delta: MessageDelta, bmoe?: BmoeTokenChunk | BmoeResult, finish: FinishReason | null = null): Chunk {
     const { id, created, model } = this;
-    const extra = { ...(usage ? { usage } : {}), ...(bmoe ? { bmoe } : {}) };
+    const extra = { ...this.nullUsage(), ...(bmoe ? { bmoe } : {}) };
     if (this.chat) {
       return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: chatDelta(delta), finish_reason: finish, logprobs: null }], ...extra };
     }
     return { id, object: 'text_completion', created, model, choices: [{ index: 0, text: delta.content ?? '', finish_reason: finish, logprobs: null }], ...extra };
+  }
+
+  /** OpenAI's usage chunk, the stream's last before `[DONE]` (with include_usage): no choices, the usage. */
+  usageChunk(usage: Usage): Chunk {
+    const { id, created, model } = this;
+    return this.chat ? { id, object: 'chat.completion.chunk', created, model, choices: [], usage } : { id, object: 'text_completion', created, model, choices: [], usage };
   }
 
   /** The whole answer as one JSON body. */

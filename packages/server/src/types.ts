@@ -112,8 +112,10 @@ export interface ChatCompletionChunk {
   object: 'chat.completion.chunk';
   created: number;
   model: string;
+  /** Empty in the usage chunk. */
   choices: Array<{ index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: null }>;
-  usage?: Usage;
+  /** With `stream_options.include_usage` only: null on every chunk but the last, which has no choices. */
+  usage?: Usage | null;
   bmoe?: BmoeTokenChunk | BmoeResult;
 }
 
@@ -122,8 +124,10 @@ export interface Completion {
   object: 'text_completion';
   created: number;
   model: string;
+  /** Empty in a stream's usage chunk. */
   choices: Array<{ index: 0; text: string; finish_reason: FinishReason | null; logprobs: null }>;
-  usage?: Usage;
+  /** Always in a body; in a stream as on ChatCompletionChunk. */
+  usage?: Usage | null;
   bmoe?: BmoeTokenChunk | BmoeResult;
 }
 

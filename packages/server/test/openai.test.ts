@@ -29,9 +29,20 @@ function bmoeOf(x: unknown): BmoeResult {
 
 const user = (content: string): OpenAI.Chat.ChatCompletionMessageParam[] => [{ role: 'user', content }];
 
-/** Streams a chat completion with the client; returns the text, the chunks and the token records. */
+/**
+ * Streams a chat completion with the client (usage asked for); returns the text, the chunks, the
+ * token records, the chunk with the finish reason (and the bmoe result) and the usage chunk (the last).
+ */
 async function streamChat(client: OpenAI, model: string, content: string, maxTokens: number, extra: Partial<OpenAI.Chat.ChatCompletionCreateParamsStreaming> = {}) {
-  const stream = await client.chat.completions.create({ model, messages: user(content), max_tokens: maxTokens, temperature: 0, stream: true, ...extra });
+  const stream = await client.chat.completions.create({
+    model,
+    messages: user(content),
+    max_tokens: maxTokens,
+    temperature: 0,
+    stream: true,
+    stream_options: { include_usage: true },
+    ...extra,
+  });
   const chunks: ChatCompletionChunk[] = [];
   let text = '';
   for await (const c of stream) {
@@ -40,7 +51,8 @@ async function streamChat(client: OpenAI, model: string, content: string, maxTok
     text += chunk.choices[0]?.delta.content ?? '';
   }
   const tokens = chunks.flatMap((c) => (c.bmoe && 'token' in c.bmoe ? [c.bmoe.token] : []));
-  return { text, chunks, tokens, last: chunks[chunks.length - 1] };
+  const finish = chunks.find((c) => c.choices[0]?.finish_reason);
+  return { text, chunks, tokens, finish, last: chunks[chunks.length - 1] };
 }
 
 describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming, cache smaller than the experts)', () => {
@@ -81,7 +93,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     expect(b.timings.totalMs).toBeGreaterThanOrEqual(b.timings.ttftMs);
   });
 
-  it('streams chat.completion.chunk events with per-token metrics, ending with usage, the summary and [DONE]', async () => {
+  it('streams chat.completion.chunk events with per-token metrics, the summary, then the usage chunk and [DONE]', async () => {
     const whole = await s.client.chat.completions.create({ model, messages: user('Tell me about the sea'), max_tokens: 16, temperature: 0 });
     const r = await streamChat(s.client, model, 'Tell me about the sea', 16);
     expect(r.text).toBe(whole.choices[0]?.message.content);
@@ -91,9 +103,11 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     for (const c of r.chunks) if (c.choices[0]?.delta.content) expect(c.bmoe && 'token' in c.bmoe).toBe(true);
     expect(r.tokens).toHaveLength(16);
     r.tokens.forEach((t, i) => expect(tokenMetricsSchema.parse(t).tokenIndex).toBe(i));
-    expect(r.last?.choices[0]?.finish_reason).toBe('length');
+    expect(r.finish?.choices[0]?.finish_reason).toBe('length');
+    // OpenAI's include_usage: the usage in a last chunk of its own, without choices.
+    expect(r.last?.choices).toEqual([]);
     expect(r.last?.usage).toEqual(whole.usage);
-    const b = bmoeOf(r.last);
+    const b = bmoeOf(r.finish);
     expect(b.summary.tokens).toBe(16);
     expect(b.summary.expertMisses).toBe(r.tokens.slice(1).reduce((a, t) => a + t.expertMisses, 0));
 
@@ -101,14 +115,16 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     const raw = await fetch(`${s.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model, messages: user('Hi'), max_tokens: 3, temperature: 0, stream: true }),
+      body: JSON.stringify({ model, messages: user('Hi'), max_tokens: 3, temperature: 0, stream: true, stream_options: { include_usage: true } }),
     });
     expect(raw.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const events = (await raw.text()).split('\n\n').filter((e) => e.trim() !== '');
     expect(events.every((e) => e.startsWith('data: '))).toBe(true);
     expect(events.at(-1)).toBe('data: [DONE]');
-    const final = JSON.parse(events.at(-2)!.slice(6)) as ChatCompletionChunk;
-    expect(final.usage?.completion_tokens).toBe(3);
+    const usage = JSON.parse(events.at(-2)!.slice(6)) as ChatCompletionChunk;
+    expect(usage.usage?.completion_tokens).toBe(3);
+    const final = JSON.parse(events.at(-3)!.slice(6)) as ChatCompletionChunk;
+    expect(final.usage).toBeNull();
     expect(bmoeOf(final).summary.tokens).toBe(3);
   });
 
@@ -162,7 +178,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
       expect(r.last?.usage?.completion_tokens).toBe(n);
     });
     // One at a time: the last one served waited at least for the whole generation of the first.
-    const timings = together.map((r) => bmoeOf(r.last).timings).sort((a, b) => a.queueMs - b.queueMs);
+    const timings = together.map((r) => bmoeOf(r.finish).timings).sort((a, b) => a.queueMs - b.queueMs);
     const first = timings[0]!;
     expect(timings[3]!.queueMs).toBeGreaterThanOrEqual(first.totalMs - first.queueMs);
   });
@@ -204,7 +220,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     const after = await scrape(s.url);
     const delta = (name: string): number => sample(after, name) - sample(before, name);
     const sum = (pick: (t: TokenMetrics) => number): number => r.tokens.reduce((a, t) => a + pick(t), 0);
-    const b = bmoeOf(r.last);
+    const b = bmoeOf(r.finish);
 
     expect(delta('bmoe_generated_tokens_total')).toBe(10);
     expect(delta('bmoe_read_bytes_total')).toBe(sum((t) => t.readBytes));
@@ -230,7 +246,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     expect(cut.choices[0]?.finish_reason).toBe('stop');
     const streamed = await streamChat(s.client, model, 'Hello', 24, { stop: [stop] });
     expect(streamed.text).toBe(expected);
-    expect(streamed.last?.choices[0]?.finish_reason).toBe('stop');
+    expect(streamed.finish?.choices[0]?.finish_reason).toBe('stop');
   });
 
   it('lists the model, reports health and status', async () => {
