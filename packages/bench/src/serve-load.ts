@@ -147,6 +147,8 @@ async function oneRequest(client: OpenAI, model: string, content: string, maxTok
     max_tokens: maxTokens,
     temperature: 0,
     stream: true,
+    // The usage (generated tokens) comes in its own last chunk only when asked, as OpenAI sends it.
+    stream_options: { include_usage: true },
   });
   let ttftMs: number | null = null;
   let tokens = 0;

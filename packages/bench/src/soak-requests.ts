@@ -97,6 +97,9 @@ const messages = (c: RequestContext): OpenAI.Chat.ChatCompletionMessageParam[] =
 const sampling = (c: RequestContext): { temperature: number; seed: number } => ({ temperature: c.random() < 0.5 ? 0 : 0.8, seed: int(c.random, 0, 1e6) });
 
 /** Reads a stream to its end; a stream without its final usage chunk was cut short. */
+/** A streamed answer ends with its usage chunk only when asked for it (OpenAI's shape): the soak asks, and judges the stream by it. */
+const INCLUDE_USAGE = { include_usage: true };
+
 async function drain(stream: AsyncIterable<{ usage?: unknown }>): Promise<Outcome> {
   let usage = false;
   for await (const chunk of stream) if (chunk.usage) usage = true;
@@ -111,7 +114,7 @@ async function raw(c: RequestContext, signal: AbortSignal, body: string | Buffer
 
 const SEND: Record<Exclude<SoakKind, StructuredKind>, Sender> = {
   'chat-stream': async (c, signal) => {
-    const body = { model: c.model, messages: messages(c), max_tokens: int(c.random, 1, 16), stream: true as const, ...sampling(c) };
+    const body = { model: c.model, messages: messages(c), max_tokens: int(c.random, 1, 16), stream: true as const, stream_options: INCLUDE_USAGE, ...sampling(c) };
     return drain(await c.client.chat.completions.create(body, { signal }));
   },
   chat: async (c, signal) => {
@@ -120,7 +123,7 @@ const SEND: Record<Exclude<SoakKind, StructuredKind>, Sender> = {
   },
   completion: async (c, signal) => {
     const body = { model: c.model, prompt: pick(c.random, PROMPTS), max_tokens: int(c.random, 1, 16), ...sampling(c) };
-    if (c.random() < 0.5) return drain(await c.client.completions.create({ ...body, stream: true }, { signal }));
+    if (c.random() < 0.5) return drain(await c.client.completions.create({ ...body, stream: true, stream_options: INCLUDE_USAGE }, { signal }));
     const r = await c.client.completions.create(body, { signal });
     return r.choices.length === 1 ? '200' : 'stream-error';
   },

@@ -150,7 +150,8 @@ export function makeStructured(kind: StructuredKind, r: Random, model: string, c
   const completions = variant.field === 'grammar' && (choice.completions ?? r() < 0.5);
   const stream = choice.stream ?? r() < 0.5;
   const base = completions ? { model, prompt: 'Once upon a time' } : { model, messages: [{ role: 'user', content: 'Answer in JSON, please.' }] };
-  let body = JSON.stringify({ ...base, max_tokens: int(r, 1, 16), stream, ...made.fields });
+  // A stream asks for its usage chunk, which judgeSse requires (OpenAI sends it only when asked).
+  let body = JSON.stringify({ ...base, max_tokens: int(r, 1, 16), stream, ...(stream ? { stream_options: { include_usage: true } } : {}), ...made.fields });
   if (made.deep !== undefined) body = body.replace(JSON.stringify(DEEP), made.deep);
   const path = completions ? '/v1/completions' : '/v1/chat/completions';
   const label = [variant.name, made.detail, stream ? 'streamed' : undefined, completions ? path : undefined].filter((s) => s !== undefined).join(', ');
