@@ -222,6 +222,16 @@ function checkPrebuilt(site, ref) {
   const bogusLine = bogus.stderr.trim().split('\n').filter(Boolean);
   check('BMOE_CPU_VARIANT=bogus: exit 1, one line naming the variants', bogus.status !== 0 && /bogus/.test(bogus.stderr) && variants.every((v) => bogus.stderr.includes(v.variant)), bogusLine.slice(-1)[0] ?? '');
 
+  const st = site.tool('npx', ['--no-install', '@bmoe/cli', 'native', 'status', '--json']);
+  let status = { loaded: null };
+  try {
+    status = JSON.parse(st.stdout);
+  } catch {
+    status.error = st.stderr.slice(-500);
+  }
+  check('bmoe native status: the prebuilt platform package, its CPU variant, streaming',
+    status.loaded?.kind === 'prebuilt' && status.loaded.variant === `linux-x64-gnu.${want.variant?.variant}` && status.streaming === true, JSON.stringify(status.loaded ?? status.error));
+
   const info = site.tool('npx', ['--no-install', '@bmoe/cli', 'info', ref.model]);
   check('npx @bmoe/cli info', info.status === 0 && info.stdout === ref.expectedInfo, info.status === 0 ? '' : info.stderr.slice(-1000));
 
