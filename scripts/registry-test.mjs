@@ -279,6 +279,9 @@ function checkLocalBuild(tmp, npmEnv, ref) {
   const cacheDir = join(homedir(), '.cache', 'bmoe-registry-test');
   const env = { BMOE_CACHE_DIR: cacheDir };
   const bmoe = (args, extra = {}) => site.tool('npx', ['--no-install', '@bmoe/cli', ...args], { ...env, ...extra });
+  // A machine without a local build yet; the source, the build folder and ccache of an earlier run
+  // stay (another install path of the same version: the case a reinstall meets).
+  rmSync(join(cacheDir, 'native', JSON.parse(readFileSync(join(root, 'packages', 'core-native', 'package.json'), 'utf8')).version, 'bmoe.node'), { force: true });
   const install = site.tool('npm', ['install', '@bmoe/engine', '@bmoe/cli', '--no-audit', '--no-fund', '--loglevel', 'error']);
   const w = site.tool('npm', ['install', '--no-save', '--force', '@bmoe/core-native-wasm32-wasi', '--no-audit', '--no-fund', '--loglevel', 'error']);
   const nm = join(site.app, 'node_modules', '@bmoe');

@@ -8,7 +8,7 @@
 //
 //   node scripts/build-local.mjs [--jobs N] [--check]
 //   --check: look for the tools and say what would be built, build nothing (exit 1 when a tool is missing)
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
@@ -92,7 +92,12 @@ async function main(argv) {
   // Configure again only when the definitions (or the package that ships the sources) changed.
   const stamp = join(buildDir, 'bmoe-configure.json');
   const want = JSON.stringify({ pkgDir, defs });
-  if (!existsSync(stamp) || !existsSync(join(buildDir, 'CMakeCache.txt')) || readFileSync(stamp, 'utf8') !== want) {
+  const cmakeCache = join(buildDir, 'CMakeCache.txt');
+  // A build folder configured from another install of this version (the package at another path)
+  // cannot be configured again from here: CMake refuses a cache made for another source folder.
+  // Its cache goes; the objects stay, so what compiles the same is not compiled again.
+  if (existsSync(cmakeCache) && !readFileSync(cmakeCache, 'utf8').includes(`CMAKE_HOME_DIRECTORY:INTERNAL=${pkgDir}\n`)) rmSync(cmakeCache);
+  if (!existsSync(stamp) || !existsSync(cmakeCache) || readFileSync(stamp, 'utf8') !== want) {
     const status = await runWithProgress('cmake', ['-S', pkgDir, '-B', buildDir, ...defs], { env }, 'configuring llama.cpp and the addon');
     if (status !== 0) fail(`cmake configure failed (exit ${status}); see the output above`);
     writeFileSync(stamp, want);
