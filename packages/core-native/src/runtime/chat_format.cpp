@@ -38,7 +38,7 @@ std::string harmony_final_suffix(const std::string & prompt, bool think) {
     static const std::string harmony_open = "<|start|>assistant";
     if (!think && prompt.size() >= harmony_open.size() &&
         prompt.compare(prompt.size() - harmony_open.size(), harmony_open.size(), harmony_open) == 0) {
-        return "<|channel|>final<|message|>";
+        return harmony_final_open;
     }
     return "";
 }

@@ -132,7 +132,7 @@ common_chat_templates_inputs make_inputs(const chat_request & r) {
 // callable tools the answer starts after "<|start|>assistant" instead (the empty analysis stays, so
 // thinking is still off), and a call the request forces (tool_choice required) can come.
 void unprime_final_channel(common_chat_params & p) {
-    static const std::string final_open = "<|channel|>final<|message|>";
+    static const std::string final_open = harmony_final_open;
     const auto ends_with = [](const std::string & s, const std::string & tail) {
         return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
     };

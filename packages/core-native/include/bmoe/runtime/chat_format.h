@@ -23,6 +23,9 @@ struct chat_format_options {
 // What to append to a formatted prompt when thinking is off and the template is Harmony (gpt-oss),
 // whose real templates ignore enable_thinking: the final channel's opening, so the model answers
 // directly. "" otherwise.
+// Harmony's (gpt-oss) opening of the final channel, which harmony_final_suffix primes.
+inline constexpr const char * harmony_final_open = "<|channel|>final<|message|>";
+
 std::string harmony_final_suffix(const std::string & prompt, bool think);
 
 // Throws std::runtime_error on template errors.
