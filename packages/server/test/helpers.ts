@@ -210,3 +210,13 @@ export function probeHealth(url: string): HealthProbe {
     },
   };
 }
+
+/** Request fields the OpenAI SDKs send that change nothing in the answer here (accepted without effect). */
+export const SDK_HINTS = {
+  user: 'u-1',
+  safety_identifier: 's-1',
+  metadata: { app: 'test' },
+  store: false,
+  service_tier: 'auto',
+  prompt_cache_key: 'k',
+} as const;

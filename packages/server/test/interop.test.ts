@@ -8,7 +8,7 @@
 import OpenAI from 'openai';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ChatCompletionChunk } from '../src/index.js';
-import { THREADS, gptOssFixture, native, postJson, serverForSuite } from './helpers.js';
+import { SDK_HINTS, THREADS, gptOssFixture, native, postJson, serverForSuite } from './helpers.js';
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
@@ -390,12 +390,7 @@ describe.skipIf(!native)('fields this server does not implement: 400 naming each
   it('accepts the no-effect fields and the off values, and answers exactly as without them', async () => {
     const plain = await s.client.chat.completions.create({ ...base, model: 'm' } as Params);
     const extra = {
-      user: 'u-1',
-      safety_identifier: 's-1',
-      metadata: { app: 'test' },
-      store: false,
-      service_tier: 'auto',
-      prompt_cache_key: 'k',
+      ...SDK_HINTS,
       prompt_cache_retention: 'in_memory',
       logprobs: false,
       n: 1,

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { engineError } from '../src/errors.js';
 import type { ChatCompletionChunk, Completion } from '../src/index.js';
 import { engineSeed } from '../src/request.js';
-import { THREADS, native, postJson, serverForSuite, startServer, waitFor, type Started } from './helpers.js';
+import { SDK_HINTS, THREADS, native, postJson, serverForSuite, startServer, waitFor, type Started } from './helpers.js';
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
@@ -147,12 +147,7 @@ describe.skipIf(!native)('ranges as OpenAI and llama-server take them (tiny qwen
   it('the fields openai 6, @ai-sdk/openai and LangChain send are accepted, and the answer is the one without them', async () => {
     const plain = await chat({ temperature: 0 });
     const sdkFields = {
-      user: 'u-1',
-      safety_identifier: 's-1',
-      metadata: { app: 'test' },
-      store: false,
-      service_tier: 'auto',
-      prompt_cache_key: 'k',
+      ...SDK_HINTS,
       prompt_cache_retention: '24h',
       prompt_cache_options: { mode: 'implicit', ttl: '30m' },
       cache_prompt: true,
