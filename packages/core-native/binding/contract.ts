@@ -13,6 +13,7 @@ export const NATIVE_PARAMS = {
     nBatch: { type: 'uint32', default: 512, min: 1, max: 65536 },
     nUbatch: { type: 'uint32', default: 512, min: 1, max: 65536 },
     threads: { type: 'int32', default: 4, min: 1, max: 1024 },
+    nSeq: { type: 'uint32', default: 1, min: 1, max: 64 },
   },
   sampling: {
     temperature: { type: 'real', default: 0 },
@@ -30,6 +31,7 @@ export const NATIVE_PARAMS = {
     bias: { type: 'number', default: 0, min: -1000000, max: 1000000 },
   },
   generate: {
+    seq: { type: 'int32', default: 0, min: 0, max: 63 },
     maxTokens: { type: 'int32', default: 256, min: 0, max: 16777216 },
     logits: { type: 'bool', default: false },
     contextShift: { type: 'bool', default: false },
@@ -70,6 +72,11 @@ export interface NativeContextParams {
   nUbatch: number;
   /** Compute threads. Default 4. */
   threads: number;
+  /**
+   * Sequences (slots) the context holds, each with its own nCtx tokens of KV cache; generations on
+   * different sequences are decoded together, one llama_batch per step. Default 1.
+   */
+  nSeq?: number;
 }
 
 /** The option table's sampling rows (`sampling.*` native keys). */
@@ -115,6 +122,8 @@ export interface NativeLogitBias {
  * it).
  */
 export interface NativeGenerateFields {
+  /** The context's sequence (slot) to generate on: 0 .. nSeq - 1. Default 0. */
+  seq?: number;
   /** Tokens to generate at most. Default 256. */
   maxTokens: number;
   /** Attach each sampled position's logits to its event. Default false. */

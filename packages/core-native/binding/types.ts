@@ -123,12 +123,36 @@ export interface NativeGenerateResult {
   generatedTokens: number;
 }
 
+/**
+ * One llama_context holding `nSeq` sequences (slots), each with its own KV cache of `nCtx` tokens.
+ * Generations on different sequences run together: one decode thread steps them all, one
+ * llama_batch per step (the next token of each, prompt chunks of the ones joining).
+ */
 export interface NativeContext {
+  /** On sequence `req.seq` (default 0); rejects at once when that sequence already generates. */
   generate(req: NativeGenerateRequest, onToken: (ev: NativeTokenEvent) => void): Promise<NativeGenerateResult>;
-  /** Stops the running generation at the next token boundary (or inside the current decode). */
-  abort(): void;
-  /** Forget the cached conversation. */
-  reset(): void;
+  /**
+   * Stops the generation on `seq` (every sequence's when absent) at the next token boundary, or
+   * inside the current decode when every generation in it is aborted.
+   */
+  abort(seq?: number): void;
+  /** Forgets a sequence's cached conversation (every sequence's when absent); throws while it generates. */
+  reset(seq?: number): void;
+  /** The tokens whose KV entries sequence `seq` (default 0) holds; throws while it generates. */
+  cachedTokens(seq?: number): Int32Array;
+  /**
+   * Writes the sequence's KV state and tokens to `path` (a temporary file renamed over it) with
+   * `meta` in its header; resolves with the bytes written. The wasm build rejects.
+   */
+  saveState(seq: number, path: string, meta: string): Promise<number>;
+  /**
+   * Reads a state written by saveState into `seq`; resolves with its token count. Rejects naming
+   * the path when its meta is not exactly `meta`, it is damaged or cut short, or it does not fit;
+   * the sequence is then as it was (empty when llama.cpp refused the state midway).
+   */
+  loadState(seq: number, path: string, meta: string): Promise<number>;
+  /** The meta text in a state file's header. Throws naming the path when it is not one. */
+  stateMeta(path: string): string;
   close(): void;
 }
 

@@ -25,6 +25,7 @@ export const PARAMS = {
       { key: 'nBatch', cpp: 'n_batch', type: 'uint32', default: 512, min: 1, max: 2 ** 16, required: true, doc: 'Logical batch for prompt processing.' },
       { key: 'nUbatch', cpp: 'n_ubatch', type: 'uint32', default: 512, min: 1, max: 2 ** 16, required: true, doc: 'Physical micro-batch.' },
       { key: 'threads', cpp: 'threads', type: 'int32', default: 4, min: 1, max: 1024, required: true, doc: 'Compute threads.' },
+      { key: 'nSeq', cpp: 'n_seq', type: 'uint32', default: 1, min: 1, max: 64, doc: 'Sequences (slots) the context holds, each with its own nCtx tokens of KV cache; generations on different sequences are decoded together, one llama_batch per step.' },
     ],
   },
   sampling: {
@@ -54,6 +55,7 @@ export const PARAMS = {
     doc: 'The scalar fields of a NativeGenerateRequest (its tokens, sampling and grammar are typed beside it).',
     ts: 'NativeGenerateFields',
     fields: [
+      { key: 'seq', cpp: 'seq', type: 'int32', default: 0, min: 0, max: 63, doc: "The context's sequence (slot) to generate on: 0 .. nSeq - 1." },
       { key: 'maxTokens', cpp: 'max_tokens', type: 'int32', default: 256, min: 0, max: 2 ** 24, required: true, doc: 'Tokens to generate at most.' },
       { key: 'logits', cpp: 'want_logits', type: 'bool', default: false, doc: "Attach each sampled position's logits to its event." },
       { key: 'contextShift', cpp: 'context_shift', type: 'bool', default: false, doc: 'When the context fills, drop the older half and go on (llama.cpp --context-shift) instead of stopping with "context".' },

@@ -54,6 +54,7 @@ target_include_directories(bmoe_limits PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/includ
 
 add_library(bmoe_runtime STATIC
     src/runtime/generator.cpp
+    src/runtime/kv_state.cpp
     src/runtime/sampler_common.cpp
     src/runtime/chat_plan.cpp
     src/runtime/model_state.cpp

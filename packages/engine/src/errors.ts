@@ -27,7 +27,12 @@ export type BmoeErrorCode =
    */
   | 'E_CONTEXT_FULL'
   /** This build cannot do what was asked (JSON schemas and tools on the wasm32 build). */
-  | 'E_UNSUPPORTED';
+  | 'E_UNSUPPORTED'
+  /**
+   * A saved session state (`session.save`, `createSession({ state })`) cannot be used: another
+   * model or context size, a damaged or cut file, a file that is not one; or it could not be written.
+   */
+  | 'E_STATE';
 
 export class BmoeError extends Error {
   override readonly name = 'BmoeError';

@@ -32,8 +32,11 @@ export {
   type SensorPaths,
 } from './system.js';
 export {
+  chooseParallel,
   chooseSettings,
   chooseSettingsFor,
+  memoryLeft,
+  PARALLEL_RULE,
   coreSettings,
   formatSize,
   usableMemory,

@@ -31,6 +31,8 @@ export interface ModelHeaderInfo {
   /** The model's own top-k (`<arch>.expert_used_count`). */
   expertsUsedDefault: number;
   embeddingLength: number;
+  /** KV cache bytes per token of context at the default f16 cache (every session holds contextSize of them). */
+  kvBytesPerToken: number;
   vocabSize: number;
   contextLength: number | null;
   tensors: number;
@@ -110,6 +112,7 @@ export function headerInfo(file: GgufFile, nExpertUsed?: number | null): ModelHe
     expertsUsed: k,
     expertsUsedDefault: shape.expertsUsed,
     embeddingLength: shape.embeddingLength,
+    kvBytesPerToken: shape.kvBytesPerToken,
     vocabSize: shape.vocabSize,
     contextLength: shape.contextLength ?? null,
     tensors: file.tensors.length,

@@ -1,7 +1,9 @@
 // loadModel: validate options, validate the file in JS (bad files never reach C++), then load it
 // natively. A Model hands out Sessions and closes them with itself.
 import type { NativeModel, NativeModelInfo, NativeStreamInfo } from '@bmoe/core-native';
+import { NATIVE_PARAMS } from '@bmoe/core-native/contract';
 import { GgufValueType, type GgufFile } from '@bmoe/gguf';
+import { basename } from 'node:path';
 import { readProcessReadBytes } from './system.js';
 import { BmoeError, messageOf } from './errors.js';
 import { headerInfo, readModelFile, type ModelHeaderInfo } from './inspect.js';
@@ -11,12 +13,17 @@ import { show } from './options/values.js';
 import { nativeContextParams, nativeModelParams } from './options/native.js';
 import {
   resolveLoadOptions,
+  resolveGenerateOptions,
   resolveSessionOptions,
+  type GenerateOptions,
   type LoadOptions,
   type ResolvedLoadOptions,
   type SessionOptions,
 } from './options/api.js';
-import { SessionImpl, type Session } from './session.js';
+import { SessionImpl, SharedContext, type Session } from './session.js';
+import { checkMessages, type ChatMessage } from './messages.js';
+import { checkRequest, preparePrompt } from './prompt.js';
+import { modelIdentity } from './state-file.js';
 import { refuseWhatWasmCannot } from './wasm-fallback.js';
 
 /** Header facts plus what the loaded model reports. */
@@ -52,8 +59,28 @@ export interface Model {
   detokenize(tokens: readonly number[]): string;
   /** The tokens `text` takes as a raw prompt: `tokenize(text).length`. */
   countTokens(text: string): number;
-  /** A new conversation with its own KV cache. Context options default to the load options. */
+  /**
+   * The prompt tokens `session.generate(input, options)` would evaluate (the template applied,
+   * tools and the generation prompt included), prepared off the JS thread: what a server compares
+   * with its sessions' `cachedTokens` to send a conversation where its prefix is cached.
+   * Throws as generate() does for bad options.
+   */
+  promptTokens(input: string | readonly ChatMessage[], options?: GenerateOptions): Promise<number[]>;
+  /**
+   * A new conversation with its own KV cache. Context options default to the load options. With
+   * `state`, it resumes a conversation `session.save()` wrote: a file of another model or context
+   * size throws 'E_STATE' here, naming what differs; the KV cache loads behind (a damaged file
+   * leaves the session empty and its first generation rejects with 'E_STATE').
+   */
   createSession(options?: SessionOptions): Session;
+  /**
+   * `count` sessions sharing one native context (one KV sequence each, `contextSize` tokens each):
+   * generations running on them at once are decoded together, one batch per step, and a streamed
+   * step reads each routed expert once for all of them (llama-server's parallel slots).
+   * Each is closed on its own; the context is freed with the last. `state` is refused here (load
+   * each session's with `session.load`). The wasm32 build holds one sequence per context.
+   */
+  createSessions(count: number, options?: Omit<SessionOptions, 'state'>): Session[];
   /**
    * null while the model file is as it was loaded; else one line saying how it changed (truncated,
    * rewritten, removed). A changed file cannot crash the process (a read past a truncated end
@@ -113,7 +140,14 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
   }
   const n: NativeModelInfo = native.info();
   const info: ModelInfo = { ...header, parameters: n.nParams, chatTemplate: n.chatTemplate, options: opts, load, stream: native.streamInfo() };
-  return new ModelImpl(native, info, n.nVocab);
+  let identity: string;
+  try {
+    identity = await modelIdentity(header.shards);
+  } catch (err) {
+    native.close();
+    throw new BmoeError('E_MODEL', `${path}: ${messageOf(err)}`, { cause: err });
+  }
+  return new ModelImpl(native, info, n.nVocab, { model: identity, modelName: basename(path) });
 }
 
 /** The caller's progress callback: increasing fractions only, 1 once; what it throws is kept for the end of the load. */
@@ -160,6 +194,9 @@ function checkStreamable(shape: ModelHeaderInfo, opts: ResolvedLoadOptions): voi
   if (!opts.useMmap) throw optionError`${opt('stream.moeStream')} requires ${opt('useMmap', true)} (experts are rebound inside the mapping)`;
 }
 
+/** Sessions one context holds at most (the contract's nSeq maximum). */
+const MAX_SEQUENCES = NATIVE_PARAMS.context.nSeq.max;
+
 class ModelImpl implements Model {
   private readonly sessions = new Set<SessionImpl>();
   private closed = false;
@@ -168,6 +205,7 @@ class ModelImpl implements Model {
     private readonly native: NativeModel,
     readonly info: ModelInfo,
     private readonly nVocab: number,
+    private readonly identity: { model: string; modelName: string },
   ) {}
 
   tokenize(text: string, options: TokenizeOptions = {}): number[] {
@@ -192,30 +230,69 @@ class ModelImpl implements Model {
     return this.tokenize(text).length;
   }
 
+  async promptTokens(input: string | readonly ChatMessage[], options?: GenerateOptions): Promise<number[]> {
+    this.ensureOpen();
+    const opts = resolveGenerateOptions(options);
+    const req = checkRequest(this.native, typeof input === 'string' ? input : checkMessages(input), opts);
+    return Array.from((await preparePrompt(this.native, req)).tokens);
+  }
+
   private ensureOpen(): void {
     if (this.closed) throw new BmoeError('E_CLOSED', 'the model is closed');
   }
 
   createSession(options?: SessionOptions): Session {
+    const [session] = this.openSessions(1, options);
+    if (options?.state !== undefined) {
+      try {
+        session!.restoreAtCreation(options.state);
+      } catch (err) {
+        void session!.close();
+        throw err;
+      }
+    }
+    return session!;
+  }
+
+  createSessions(count: number, options?: Omit<SessionOptions, 'state'>): Session[] {
+    if (!Number.isInteger(count) || count < 1 || count > MAX_SEQUENCES) {
+      throw new BmoeError('E_OPTION', `createSessions(count): count must be an integer from 1 to ${MAX_SEQUENCES}, got ${show(count)}`);
+    }
+    if ((options as SessionOptions | undefined)?.state !== undefined) {
+      throw new BmoeError('E_OPTION', 'createSessions: state is refused here; load each session with session.load(path)');
+    }
+    return this.openSessions(count, options);
+  }
+
+  private openSessions(count: number, options: SessionOptions | undefined): SessionImpl[] {
     if (this.closed) throw new BmoeError('E_CLOSED', 'the model is closed');
     const opts = resolveSessionOptions(options, this.info.options);
-    let context;
-    try {
-      context = this.native.createContext(nativeContextParams(opts));
-    } catch (err) {
-      throw new BmoeError('E_MODEL', `could not create a context (contextSize ${opts.contextSize}): ${messageOf(err)}`, { cause: err });
+    if (count > opts.batchSize) {
+      throw new BmoeError('E_OPTION', `createSessions: ${count} sessions need batchSize ≥ ${count} (every session's next token goes in one batch), got ${opts.batchSize}`);
     }
+    let native;
+    try {
+      native = this.native.createContext({ ...nativeContextParams(opts), nSeq: count });
+    } catch (err) {
+      const what = count > 1 ? `contextSize ${opts.contextSize} × ${count} sessions` : `contextSize ${opts.contextSize}`;
+      throw new BmoeError('E_MODEL', `could not create a context (${what}): ${messageOf(err)}`, { cause: err });
+    }
+    const context = new SharedContext(native, count);
     // The budget in force (what 'auto' resolved to), as the streamer reports it.
     const budget = this.info.stream ? this.info.stream.budgetBytes / (1024 * 1024) : null;
-    const session = new SessionImpl({
-      model: this.native,
-      context,
-      options: opts,
-      cacheBudgetMiB: budget,
-      onClosed: (s) => this.sessions.delete(s),
+    return Array.from({ length: count }, (_, seq) => {
+      const session = new SessionImpl({
+        model: this.native,
+        context,
+        seq,
+        options: opts,
+        cacheBudgetMiB: budget,
+        identity: this.identity,
+        onClosed: (s) => this.sessions.delete(s),
+      });
+      this.sessions.add(session);
+      return session;
     });
-    this.sessions.add(session);
-    return session;
   }
 
   fileStatus(): string | null {

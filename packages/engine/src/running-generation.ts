@@ -229,6 +229,7 @@ export class GenerationImpl implements Generation {
       generatedTokens: this.events.length,
       summary: summarize(metrics, {
         promptTokens: native.promptTokens - native.promptTokensReused,
+        promptTokensCached: native.promptTokensReused,
         promptMs: native.promptMs,
         cacheBudgetMiB: this.deps.cacheBudgetMiB,
         decode: this.decodeState(),

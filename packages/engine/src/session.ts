@@ -7,6 +7,7 @@ import { checkMessages, historyMessage, type ChatMessage } from './messages.js';
 import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOptions, type ResolvedLoadOptions } from './options/api.js';
 import { nativeGenerateParams } from './options/native.js';
 import { checkRequest, contextFull, dropOldestTurn, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
+import { checkStateMeta, STATE_FORMAT, type StateMeta } from './state-file.js';
 
 export interface Session {
   /**
@@ -41,6 +42,27 @@ export interface Session {
   setHistory(messages: readonly ChatMessage[]): void;
   /** A generation is running. */
   readonly busy: boolean;
+  /**
+   * The prompt tokens whose KV entries this session holds (its cached prefix: a next prompt that
+   * starts with them evaluates only the rest). Empty while a generation runs.
+   */
+  readonly cachedTokens: readonly number[];
+  /**
+   * Writes the session's KV cache, its tokens and its conversation (history and system message)
+   * to `path` (a temporary file renamed over it: a failed write leaves no half file). Resolves
+   * with the bytes written and the tokens saved. Rejects with 'E_BUSY' while a generation runs,
+   * 'E_STATE' when there is nothing to save or the file cannot be written, 'E_UNSUPPORTED' on the
+   * wasm32 build.
+   */
+  save(path: string): Promise<{ bytes: number; tokens: number }>;
+  /**
+   * Replaces the session's KV cache and conversation with a state `save()` wrote (this model,
+   * this context size; another's is refused naming what differs). On any failure ('E_STATE': a
+   * damaged, cut or foreign file) nothing is half-loaded: the session keeps what it had, or is
+   * left empty when llama.cpp refused the state midway. Resolves with the tokens restored; every
+   * failure (E_BUSY too) is a rejection.
+   */
+  load(path: string): Promise<{ tokens: number }>;
   /** Forgets the conversation and the cached prefix. */
   reset(): void;
   /** Aborts a running generation, waits for it, and frees the context. Idempotent. */
@@ -49,11 +71,30 @@ export interface Session {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+/** One native context shared by the sessions of `Model.createSessions` (one sequence each). */
+export class SharedContext {
+  private users: number;
+  constructor(
+    readonly native: NativeContext,
+    users: number,
+  ) {
+    this.users = users;
+  }
+  /** One session is done with it: the last one closes it. */
+  release(): void {
+    if (--this.users === 0) this.native.close();
+  }
+}
+
 export interface SessionDeps {
   model: NativeModel;
-  context: NativeContext;
+  context: SharedContext;
+  /** The context's sequence this session generates on. */
+  seq: number;
   options: ResolvedLoadOptions & { system: string | null };
   cacheBudgetMiB: number | null;
+  /** What identifies the model in saved states (state-file.ts modelIdentity, computed at load). */
+  identity: { model: string; modelName: string };
   onClosed(session: SessionImpl): void;
 }
 
@@ -71,8 +112,100 @@ export class SessionImpl implements Session {
   private running = false;
   private current: Generation | null = null;
   private closed = false;
+  /** A state being loaded (createSession({ state }), load()): generations wait for it. */
+  private restoring: Promise<unknown> | null = null;
+  /** Why the state given to createSession could not be loaded: the next generation rejects with it. */
+  private restoreError: Error | null = null;
 
   constructor(private readonly deps: SessionDeps) {}
+
+  private get ctx(): NativeContext {
+    return this.deps.context.native;
+  }
+
+  get cachedTokens(): readonly number[] {
+    if (this.closed || this.running) return [];
+    return Array.from(this.ctx.cachedTokens(this.deps.seq));
+  }
+
+  save(path: string): Promise<{ bytes: number; tokens: number }> {
+    this.ensureUsable();
+    if (typeof path !== 'string' || path.length === 0) throw new BmoeError('E_OPTION', 'save(path): path must be a non-empty string');
+    return this.write(path);
+  }
+
+  private async write(path: string): Promise<{ bytes: number; tokens: number }> {
+    await this.restoring;
+    const meta: StateMeta = {
+      format: STATE_FORMAT,
+      ...this.deps.identity,
+      contextSize: this.deps.options.contextSize,
+      system: this.deps.options.system,
+      history: this.turns,
+    };
+    const tokens = this.ctx.cachedTokens(this.deps.seq).length;
+    try {
+      const bytes = await this.ctx.saveState(this.deps.seq, path, JSON.stringify(meta));
+      return { bytes, tokens };
+    } catch (err) {
+      throw new BmoeError(messageOf(err).includes('native addon') ? 'E_UNSUPPORTED' : 'E_STATE', messageOf(err), { cause: err });
+    }
+  }
+
+  load(path: string): Promise<{ tokens: number }> {
+    let meta: ReturnType<SessionImpl['readState']>;
+    try {
+      this.ensureUsable();
+      meta = this.readState(path);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const p = this.loadNative(path, meta).then((tokens) => {
+      this.turns = meta.history;
+      return { tokens };
+    });
+    this.restoring = p.catch(() => undefined);
+    return p;
+  }
+
+  /**
+   * createSession({ state }): the header is checked now (a foreign file throws here), the history
+   * is the saved one at once, and the KV cache loads behind; when that fails (a damaged file) the
+   * session is left empty and its next generation rejects with the error.
+   */
+  restoreAtCreation(path: string): void {
+    const meta = this.readState(path);
+    this.turns = meta.history;
+    this.restoring = this.loadNative(path, meta).catch((err: unknown) => {
+      this.turns = [];
+      this.restoreError = err instanceof Error ? err : new Error(String(err));
+    });
+  }
+
+  /** The state file's header, checked against this model and session: E_STATE naming what differs. */
+  private readState(path: string): StateMeta & { text: string } {
+    if (typeof path !== 'string' || path.length === 0) throw new BmoeError('E_OPTION', 'state path must be a non-empty string');
+    let text: string;
+    try {
+      text = this.ctx.stateMeta(path);
+    } catch (err) {
+      throw new BmoeError(messageOf(err).includes('native addon') ? 'E_UNSUPPORTED' : 'E_STATE', messageOf(err), { cause: err });
+    }
+    const meta = checkStateMeta(text, path, { ...this.deps.identity, contextSize: this.deps.options.contextSize });
+    return { ...meta, history: meta.history.length === 0 ? [] : checkMessages(meta.history), text };
+  }
+
+  private async loadNative(path: string, meta: { text: string }): Promise<number> {
+    await this.restoring;
+    try {
+      // The header just read goes back as the expected one: the native side refuses a file whose
+      // header changed since, and checks the checksum, before it touches the sequence.
+      return await this.ctx.loadState(this.deps.seq, path, meta.text);
+    } catch (err) {
+      if (!this.closed && this.ctx.cachedTokens(this.deps.seq).length === 0) this.turns = [];
+      throw new BmoeError('E_STATE', messageOf(err), { cause: err });
+    }
+  }
 
   get history(): readonly ChatMessage[] {
     return [...this.turns];
@@ -116,7 +249,7 @@ export class SessionImpl implements Session {
   reset(): void {
     this.ensureUsable();
     this.turns = [];
-    this.deps.context.reset();
+    this.ctx.reset(this.deps.seq);
   }
 
   async close(): Promise<void> {
@@ -127,7 +260,7 @@ export class SessionImpl implements Session {
       running.abort();
       await running.result.catch(() => undefined);
     }
-    this.deps.context.close();
+    this.deps.context.release();
     this.deps.onClosed(this);
   }
 
@@ -160,7 +293,8 @@ export class SessionImpl implements Session {
     opts: ResolvedGenerateOptions,
     chat: { dropTurns: boolean; done(sent: ChatMessage[], res: GenerationResult): void } | null,
   ): Generation {
-    const { model, context: ctx } = this.deps;
+    const { model, seq } = this.deps;
+    const ctx = this.ctx;
     // The messages sent, once fitted (the oldest turns dropped); a chat keeps them as its history.
     let sent = messagesOf(req);
     // Busy before the generation starts: an already-aborted signal settles inside the constructor.
@@ -180,6 +314,13 @@ export class SessionImpl implements Session {
       // Read when the generation ends: auto's choice and probe medians change as it measures.
       decodeState: () => model.streamInfo(),
       run: async (sink) => {
+        // A restore that failed left the session as it was: the generation goes on from there.
+        if (this.restoring) await this.restoring;
+        if (this.restoreError) {
+          const err = this.restoreError;
+          this.restoreError = null;
+          throw err;
+        }
         const fitting = this.fit(req, chat?.dropTurns ?? false);
         fitting.catch(() => undefined); // not awaited after an abort
         const fitted = await Promise.race([fitting, stoppedEarly]);
@@ -190,7 +331,7 @@ export class SessionImpl implements Session {
         sink.begin({ stops: plan.stops, parser: plan.parser });
         // An abort while the prompt was prepared must not be cleared by the native generate().
         if (stopped) return { stopReason: 'abort', promptTokens: plan.tokens.length, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
-        const request: NativeGenerateRequest = { tokens: plan.tokens, ...nativeGenerateParams(opts) };
+        const request: NativeGenerateRequest = { tokens: plan.tokens, ...nativeGenerateParams(opts), seq };
         if (plan.grammar) request.grammar = plan.grammar;
         try {
           return await ctx.generate(request, (ev) => sink.token(ev));
@@ -209,7 +350,7 @@ export class SessionImpl implements Session {
       abortNative: () => {
         stopped = true;
         onStop();
-        ctx.abort();
+        ctx.abort(seq);
       },
       onSettled: (res) => {
         this.running = false;

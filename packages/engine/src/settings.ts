@@ -218,3 +218,37 @@ export async function chooseSettingsFor(path: string, given: LoadOptions = {}, d
   const model = await inspectModel(path, given.nExpertUsed === undefined ? {} : { nExpertUsed: given.nExpertUsed });
   return { settings: chooseSettings(model, device, given), model, device };
 }
+
+/** The parallel-slot rule's constants. */
+export const PARALLEL_RULE = {
+  /** Slots at most by default (llama-server's default for --parallel auto). */
+  maxSlots: 4,
+  /** The share of the memory left after the model that the slots' KV caches may take. */
+  kvShare: 0.5,
+} as const;
+
+/**
+ * How many conversations a server keeps at once (`--parallel` unset): every slot holds
+ * `contextSize` tokens of KV cache, so as many as fit in half the memory the model leaves
+ * (`leftBytes`: usable memory minus the weights it holds and the cache ceiling), at least 1, at
+ * most PARALLEL_RULE.maxSlots. Pure.
+ */
+export function chooseParallel(kvBytesPerToken: number, contextSize: number, leftBytes: number): { parallel: number; reason: string } {
+  const perSlot = Math.max(1, kvBytesPerToken * contextSize);
+  const fit = Math.floor((Math.max(0, leftBytes) * PARALLEL_RULE.kvShare) / perSlot);
+  const parallel = Math.min(PARALLEL_RULE.maxSlots, Math.max(1, fit));
+  const why =
+    fit >= PARALLEL_RULE.maxSlots
+      ? `the most by default; ${formatSize(perSlot)} of KV each`
+      : `${formatSize(perSlot)} of KV each, ${formatSize(Math.max(0, leftBytes))} left after the model${fit < 1 ? ', one slot at least' : ''}`;
+  return { parallel, reason: `${plural(parallel, 'slot')} (${why})` };
+}
+
+/**
+ * The memory a model leaves once loaded with `chosen`: usable memory minus what it holds
+ * (resident: the file; streamed: the dense weights and the cache ceiling) and the runtime overhead.
+ */
+export function memoryLeft(model: ModelFacts, chosen: ChosenSettings): number {
+  const held = chosen.mode === 'resident' ? model.fileBytes : model.denseBytes + (chosen.cacheCeilMb ?? 0) * MiB;
+  return chosen.usableBytes - held - SETTINGS_RULE.overheadBytes;
+}

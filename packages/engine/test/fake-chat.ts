@@ -3,7 +3,7 @@
 // addon:  <think>REASONING</think>CONTENT<call>NAME|ARGUMENTS</call>...
 import type { NativeChatPlan, NativeChatRequest, NativeChatSyntax, NativeParsedMessage, NativeToolCall } from '@bmoe/core-native';
 import { resolveLoadOptions } from '../src/options/api.js';
-import { SessionImpl } from '../src/session.js';
+import { SessionImpl, SharedContext } from '../src/session.js';
 import { FakeContext, FakeModel, type FakeScript } from './fake-native.js';
 
 /** `text` without a tail that could still become `tag` (what a streaming parse holds back). */
@@ -85,7 +85,9 @@ export function fakeChatSession(
   const model = opts.model ?? new FakeChatModel();
   const session = new SessionImpl({
     model,
-    context: ctx,
+    context: new SharedContext(ctx, 1),
+    seq: 0,
+    identity: { model: 'fake', modelName: 'fake.gguf' },
     options: { ...resolveLoadOptions({ contextSize: opts.contextSize ?? 4096 }), system: opts.system ?? null },
     cacheBudgetMiB: null,
     onClosed: () => undefined,

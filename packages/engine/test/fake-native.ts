@@ -14,7 +14,7 @@ import type {
 } from '@bmoe/core-native';
 import { BmoeError } from '../src/errors.js';
 import { resolveLoadOptions } from '../src/options/api.js';
-import { SessionImpl } from '../src/session.js';
+import { SessionImpl, SharedContext } from '../src/session.js';
 
 export const BOS = 1;
 
@@ -78,6 +78,22 @@ export class FakeContext implements NativeContext {
     this.cached = [];
   }
 
+  cachedTokens(): Int32Array {
+    return Int32Array.from(this.cached);
+  }
+
+  saveState(): Promise<number> {
+    return Promise.reject(new Error('saveState: not in the fake'));
+  }
+
+  loadState(): Promise<number> {
+    return Promise.reject(new Error('loadState: not in the fake'));
+  }
+
+  stateMeta(path: string): string {
+    throw new Error(`${path}: not in the fake`);
+  }
+
   close(): void {
     this.closed = true;
   }
@@ -127,7 +143,9 @@ export function fakeSession(script: FakeScript = {}, contextSize = 4096): { sess
   const ctx = new FakeContext(script);
   const session = new SessionImpl({
     model: new FakeModel(),
-    context: ctx,
+    context: new SharedContext(ctx, 1),
+    seq: 0,
+    identity: { model: 'fake', modelName: 'fake.gguf' },
     options: { ...resolveLoadOptions({ contextSize }), system: null },
     cacheBudgetMiB: null,
     onClosed: () => undefined,

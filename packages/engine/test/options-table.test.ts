@@ -58,10 +58,12 @@ describe('the option table', () => {
     // Top-k travels as a kvOverrides entry (its own mechanism).
     type ModelKeys = Exclude<keyof NativeModelParams, 'path' | 'kvOverrides' | 'onProgress'> | `stream.${keyof NativeStreamParams}`;
     expectTypeOf<ModelKeys>().toEqualTypeOf<Exclude<NativeKeysOf<'model'>, `kvOverrides.${string}`>>();
-    expectTypeOf<NativeKeysOf<'context'>>().toEqualTypeOf<keyof NativeContextParams>();
+    // nSeq: the sessions of Model.createSessions, not an option.
+    expectTypeOf<NativeKeysOf<'context'>>().toEqualTypeOf<Exclude<keyof NativeContextParams, 'nSeq'>>();
     // logitBias is a list, not a row (the addon takes it; the engine does not expose it yet).
     // grammarStepMs: the sampler's time budget per step, kept at its default by the engine (tests lower it).
-    type GenerateKeys = Exclude<keyof NativeGenerateRequest, 'tokens' | 'sampling' | 'grammar' | 'grammarStepMs'> | `sampling.${Exclude<keyof NativeSampling, 'logitBias'>}`;
+    // seq: the session's sequence, set by the session.
+    type GenerateKeys = Exclude<keyof NativeGenerateRequest, 'tokens' | 'sampling' | 'grammar' | 'grammarStepMs' | 'seq'> | `sampling.${Exclude<keyof NativeSampling, 'logitBias'>}`;
     expectTypeOf<NativeKeysOf<'generate'>>().toEqualTypeOf<GenerateKeys>();
   });
 

@@ -53,6 +53,12 @@ export interface ModelShape {
   /** <arch>.expert_used_count: the default top-k (max over layers if given per layer) */
   readonly expertsUsed: number;
   readonly embeddingLength: number;
+  /**
+   * Bytes of KV cache one token takes at llama.cpp's default f16 cache: each attention layer's K
+   * and V widths (its `attn_k`/`attn_v` output sizes; recurrent layers hold none), × 2 bytes. An
+   * estimate where the model has no such tensors (MLA): 2 × embedding per layer.
+   */
+  readonly kvBytesPerToken: number;
   readonly vocabSize: number;
   readonly contextLength: number | undefined;
   /** Bytes per ggml type name, over all tensors. */
@@ -166,6 +172,7 @@ export function describeModel(file: GgufFile): ModelShape {
     experts,
     expertsUsed,
     embeddingLength: embd,
+    kvBytesPerToken: kvBytesPerToken(file.tensors, layers, embd),
     vocabSize,
     contextLength: num('context_length'),
     quantTypes,
@@ -182,4 +189,17 @@ export function describeModel(file: GgufFile): ModelShape {
       return layerExperts.reduce((s, l) => s + k * l.expertBytes, 0);
     },
   };
+}
+
+/** ModelShape.kvBytesPerToken: the K and V projections' output widths over the layers, in f16. */
+function kvBytesPerToken(tensors: readonly GgufTensorInfo[], layers: number, embd: number): number {
+  let width = 0;
+  let attention = 0;
+  for (const t of tensors) {
+    const m = /^blk\.\d+\.attn_([kv])\.weight$/.exec(t.name);
+    if (!m || t.dims.length < 2) continue;
+    width += t.dims[1]!;
+    if (m[1] === 'k') attention++;
+  }
+  return 2 * (attention > 0 ? width : 2 * embd * layers);
 }

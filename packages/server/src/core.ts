@@ -1,9 +1,10 @@
 // What the routes and the generation path need from the server's lifecycle (server.ts): the
 // options, the metrics, the turn queue, the session once the model serves, and the shutdown signal.
-import type { ResolvedStreamOptions, Session } from '@bmoe/engine';
+import type { Model, ResolvedStreamOptions } from '@bmoe/engine';
 import type { RequestGuard } from './guard.js';
 import type { RequestLimits } from './limits.js';
 import type { ServerMetrics } from './metrics.js';
+import type { SlotPool } from './slots.js';
 import type { ResolvedServerOptions } from './options.js';
 import type { Turns } from './turns.js';
 import type { BmoeStatus, HealthStatus } from './types.js';
@@ -15,8 +16,8 @@ export interface ServerCore {
   readonly guard: RequestGuard;
   /** Aborted when the shutdown grace period ends: running generations stop within a token. */
   readonly shutdownSignal: AbortSignal;
-  /** The session to generate with; throws the 503 to answer while there is none (loading, failed, closing). */
-  session(): Session;
+  /** The slots to generate in, and the model; throws the 503 to answer while there are none (loading, failed, closing). */
+  serving(): { pool: SlotPool; model: Model };
   /** Expert streaming in effect on the loaded model, or null. */
   streamOptions(): ResolvedStreamOptions | null;
   /** The context size of the loaded model (the load options' before it is loaded). */
@@ -29,4 +30,6 @@ export interface ServerCore {
   retryAfterSeconds(): number;
   /** A generation held the turn this long (feeds retryAfterSeconds). */
   turnHeld(seconds: number): void;
+  /** A slot was taken or released (the busy-slots gauge). */
+  slotsChanged(): void;
 }

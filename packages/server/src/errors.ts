@@ -62,7 +62,7 @@ export function sendApiError(reply: FastifyReply, err: ApiError): FastifyReply {
 }
 
 /** The message of anything thrown, on one line. */
-const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ').trim();
+export const messageOf = (err: unknown): string => (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ').trim();
 
 /**
  * An engine refusal as a 400 naming the request field it is about: the option its message starts

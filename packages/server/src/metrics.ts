@@ -41,8 +41,22 @@ export class ServerMetrics {
   /** A finished generation's prompt phase (prompt tokens evaluated, not those reused). */
   prompt(result: GenerationResult): void {
     this.counter(RUN_METRIC.promptTokens).inc(result.summary.promptTokens);
+    this.counter(RUN_METRIC.promptTokensCached).inc(result.promptTokensReused);
     this.counter(RUN_METRIC.promptMs).inc(result.summary.promptMs / 1000);
   }
+
+  /** The slots now, and the KV directory's totals (counters move by what changed since last time). */
+  slots(total: number, busy: number, store: { saves: number; restores: number; usedBytes: number } | null): void {
+    this.gauge('bmoe_slots').set(total);
+    this.gauge('bmoe_slots_busy').set(busy);
+    if (!store) return;
+    this.counter('bmoe_kv_dir_saves_total').inc(store.saves - this.seen.saves);
+    this.counter('bmoe_kv_dir_restores_total').inc(store.restores - this.seen.restores);
+    this.seen = { saves: store.saves, restores: store.restores };
+    this.gauge('bmoe_kv_dir_bytes').set(store.usedBytes);
+  }
+
+  private seen = { saves: 0, restores: 0 };
 
   queueDepth(depth: number): void {
     this.gauge('bmoe_queue_depth').set(depth);

@@ -22,8 +22,22 @@ export interface ServerOptions {
   port?: number;
   /** When set, every /v1 request and /metrics need `Authorization: Bearer <apiKey>` (401 otherwise). Default: none. */
   apiKey?: string;
-  /** Requests that may wait behind the running generation; more get 429 with Retry-After. Default 8. */
+  /** Requests that may wait while every slot generates; more get 429 with Retry-After. Default 8. */
   maxQueue?: number;
+  /**
+   * Slots (llama-server's --parallel): conversations whose KV cache the server keeps at once, and
+   * generations decoded together (one batch per step). A request goes to the slot holding the
+   * longest prefix of its prompt. Each slot holds the context size. Default 1 (`bmoe serve`
+   * chooses from the memory left: engine's chooseParallel).
+   */
+  parallel?: number;
+  /**
+   * A directory where a conversation a slot loses is saved, and from which it is restored when it
+   * returns (across restarts too). Default: none.
+   */
+  kvDir?: string;
+  /** The KV directory's budget in MiB; least recently used files go beyond it. Default 4096. */
+  kvDirMb?: number;
   /** Largest accepted request body; larger ones get 413. Default 1 MiB (1048576). */
   bodyLimitBytes?: number;
   /** Messages one chat request may hold (400 beyond). Default: context size / 4 (1024 at 4096), as no more can fit. */
@@ -57,6 +71,9 @@ export interface ResolvedServerOptions {
   port: number;
   apiKey: string | null;
   maxQueue: number;
+  parallel: number;
+  kvDir: string | null;
+  kvDirMb: number;
   bodyLimitBytes: number;
   /** null = derived from the context size. */
   maxMessages: number | null;
@@ -72,6 +89,9 @@ export interface ResolvedServerOptions {
 export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
 export const DEFAULT_MAX_QUEUE = 8;
+export const DEFAULT_KV_DIR_MB = 4096;
+/** Slots at most (the native context's sequences). */
+export const MAX_PARALLEL = 64;
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5000;
 
@@ -101,6 +121,9 @@ const schema = z.object({
   port: z.number('must be an integer from 0 to 65535').int('must be an integer from 0 to 65535').min(0, 'must be an integer from 0 to 65535').max(65535, 'must be an integer from 0 to 65535').optional(),
   apiKey: z.string('must be a non-empty string').min(1, 'must be a non-empty string').optional(),
   maxQueue: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).max(1_000_000, 'must be at most 1000000').optional(),
+  parallel: z.number(`must be an integer from 1 to ${MAX_PARALLEL}`).int(`must be an integer from 1 to ${MAX_PARALLEL}`).min(1, `must be an integer from 1 to ${MAX_PARALLEL}`).max(MAX_PARALLEL, `must be an integer from 1 to ${MAX_PARALLEL}`).optional(),
+  kvDir: z.string('must be a directory path').min(1, 'must be a directory path').optional(),
+  kvDirMb: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(2 ** 30, POS_INT).optional(),
   bodyLimitBytes: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
   maxMessages: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
   maxPromptChars: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
@@ -129,6 +152,9 @@ export function resolveServerOptions(input: ServerOptions): ResolvedServerOption
     port: o.port ?? DEFAULT_PORT,
     apiKey: o.apiKey ?? null,
     maxQueue: o.maxQueue ?? DEFAULT_MAX_QUEUE,
+    parallel: o.parallel ?? 1,
+    kvDir: o.kvDir ?? null,
+    kvDirMb: o.kvDirMb ?? DEFAULT_KV_DIR_MB,
     bodyLimitBytes: o.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     maxMessages: o.maxMessages ?? null,
     maxPromptChars: o.maxPromptChars ?? null,

@@ -5,6 +5,7 @@ import type { FastifyReply } from 'fastify';
 import type { ServerCore } from './core.js';
 import { ApiError, engineError, shuttingDown } from './errors.js';
 import { constraintParam, respond, type GenerationSpec } from './respond.js';
+import type { TakenSlot } from './slots.js';
 import { QueueFullError, TurnCancelledError } from './turns.js';
 
 /** The request's abort signal: fired by its client leaving or by the end of the shutdown grace. */
@@ -38,11 +39,11 @@ function watchRequest(reply: FastifyReply, shutdown: AbortSignal): Watch {
 /** Queue → generate → answer (one JSON body, or SSE chunks). */
 export async function serveGeneration(core: ServerCore, reply: FastifyReply, spec: GenerationSpec): Promise<unknown> {
   const t0 = performance.now();
-  const session = core.session();
+  const { pool, model } = core.serving();
   // Refused before it queues: a grammar, schema or tools over their bounds is a 400 at once,
   // even while the model is busy (it was a 429, or a wait for the running generation).
   try {
-    session.check(spec.input, spec.generate);
+    pool.check(spec.input, spec.generate);
   } catch (err) {
     throw engineError(err, spec.inputParam, 'start', constraintParam(spec));
   }
@@ -56,13 +57,23 @@ export async function serveGeneration(core: ServerCore, reply: FastifyReply, spe
     throw err instanceof QueueFullError ? queueFull(core, err.waiting) : err;
   }
   const turnStart = performance.now();
+  let slot: TakenSlot | null = null;
   try {
     if (watch.signal.aborted) {
       // The client left (or shutdown began) just as its turn came.
       if (watch.disconnected()) return leave(core, reply, spec, t0);
       throw shuttingDown();
     }
-    return await respond(session, reply, spec, watch.signal, {
+    // The slot whose cache holds most of this prompt (its tokens prepared off the JS thread).
+    let prompt: number[];
+    try {
+      prompt = await model.promptTokens(spec.input, spec.generate);
+    } catch (err) {
+      throw engineError(err, spec.inputParam, 'start', constraintParam(spec));
+    }
+    slot = await pool.take(prompt);
+    core.slotsChanged();
+    return await respond(slot.session, reply, spec, watch.signal, {
       metrics: core.metrics,
       modelId: core.opts.modelId,
       stream: core.streamOptions(),
@@ -73,6 +84,8 @@ export async function serveGeneration(core: ServerCore, reply: FastifyReply, spe
   } finally {
     watch.dispose();
     core.turnHeld((performance.now() - turnStart) / 1000);
+    slot?.release();
+    core.slotsChanged();
     release();
   }
 }

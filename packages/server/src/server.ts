@@ -5,7 +5,7 @@
 // the generation → answer path respond.ts.
 import { stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { BmoeError, inspectModel, loadModel, readDeviceSensors, type LoadOptions, type Model, type ResolvedStreamOptions, type Session } from '@bmoe/engine';
+import { BmoeError, inspectModel, loadModel, readDeviceSensors, type LoadOptions, type Model, type ResolvedStreamOptions } from '@bmoe/engine';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
 import { registerCors } from './cors.js';
@@ -16,6 +16,8 @@ import { ServerMetrics } from './metrics.js';
 import { resolveServerOptions, type ResolvedServerOptions, type ServerOptions } from './options.js';
 import { registerHostCheck, registerRoutes } from './routes.js';
 import { zodValidator } from './validate.js';
+import { KvStore } from './kv-store.js';
+import { SlotPool } from './slots.js';
 import { Turns } from './turns.js';
 import type { BmoeStatus, HealthStatus, ServerState } from './types.js';
 
@@ -76,7 +78,7 @@ class ServerImpl implements BmoeServer, ServerCore {
   url: string | undefined;
   state: ServerState = 'idle';
 
-  private current: Session | null = null;
+  private pool: SlotPool | null = null;
   private loaded: Model | null = null;
   private loadError: Error | null = null;
   private loading: Promise<void> | null = null;
@@ -94,10 +96,14 @@ class ServerImpl implements BmoeServer, ServerCore {
     private readonly load: ModelLoader,
   ) {
     this.guard = createRequestGuard(opts);
-    this.turns = new Turns(opts.maxQueue, () => {
-      this.metrics.queueDepth(this.turns.depth);
-      if (!this.turns.busy && this.turns.depth === 0) for (const w of this.idleWaiters.splice(0)) w();
-    });
+    this.turns = new Turns(
+      opts.maxQueue,
+      () => {
+        this.metrics.queueDepth(this.turns.depth);
+        if (!this.turns.busy && this.turns.depth === 0) for (const w of this.idleWaiters.splice(0)) w();
+      },
+      opts.parallel,
+    );
     this.metrics.queueDepth(0);
     this.ready = new Promise<void>((resolve, reject) => {
       this.settleReady = (err) => (err ? reject(err) : resolve());
@@ -147,9 +153,9 @@ class ServerImpl implements BmoeServer, ServerCore {
 
   // ---- what the routes ask (ServerCore) -------------------------------------------------------
 
-  session(): Session {
+  serving(): { pool: SlotPool; model: Model } {
     if (this.closingPromise) throw shuttingDown();
-    if (this.current) return this.current;
+    if (this.pool && this.loaded) return { pool: this.pool, model: this.loaded };
     if (this.state === 'failed') {
       throw new ApiError(503, 'server_error', `the model failed to load: ${this.loadError?.message ?? 'unknown error'}`, 'model_load_failed');
     }
@@ -194,12 +200,18 @@ class ServerImpl implements BmoeServer, ServerCore {
       queueDepth: this.turns.depth,
       maxQueue: this.turns.maxQueue,
       busy: this.turns.busy,
+      slots: { total: this.opts.parallel, busy: this.pool?.busyCount ?? 0 },
+      kvDir: this.pool?.store ? { dir: this.pool.store.dir, files: this.pool.store.count, bytes: this.pool.store.usedBytes, budgetBytes: this.pool.store.budgetBytes, saves: this.pool.store.saves, restores: this.pool.store.restores } : null,
       device: readDeviceSensors(),
     };
   }
 
   retryAfterSeconds(): number {
     return Math.min(600, Math.max(1, Math.ceil(this.turnSeconds)));
+  }
+
+  slotsChanged(): void {
+    this.metrics.slots(this.opts.parallel, this.pool?.busyCount ?? 0, this.pool?.store ?? null);
   }
 
   turnHeld(seconds: number): void {
@@ -218,8 +230,10 @@ class ServerImpl implements BmoeServer, ServerCore {
           await model.close();
           throw new BmoeError('E_CLOSED', 'the server was closed while the model was loading');
         }
-        this.current = model.createSession();
+        const store = this.opts.kvDir === null ? null : await KvStore.open(this.opts.kvDir, this.opts.kvDirMb * 1024 * 1024, (line) => this.app.log.warn(line));
+        this.pool = new SlotPool(model.createSessions(this.opts.parallel), store);
         this.loaded = model;
+        this.slotsChanged();
         this.state = 'ready';
         this.settleReady(null);
       } catch (err) {
@@ -260,8 +274,10 @@ class ServerImpl implements BmoeServer, ServerCore {
       this.settleReady(new BmoeError('E_CLOSED', `the server was closed while the model was still loading (stopped waiting after ${this.opts.shutdownGraceMs} ms)`));
     }
     const model = this.loaded;
-    this.current = null;
+    const pool = this.pool;
+    this.pool = null;
     this.loaded = null;
+    await pool?.close();
     if (model) await model.close();
     this.state = 'closed';
   }

@@ -21,6 +21,8 @@ export function usageOf(result: GenerationResult): Usage {
     prompt_tokens: result.promptTokens,
     completion_tokens: result.generatedTokens,
     total_tokens: result.promptTokens + result.generatedTokens,
+    // As OpenAI reports prompt caching: the prompt tokens found in the slot's KV cache.
+    prompt_tokens_details: { cached_tokens: result.promptTokensReused },
   };
 }
 

@@ -1,6 +1,7 @@
-// One model, one generation at a time: requests take turns in arrival (FIFO) order. At most
-// `maxQueue` wait behind the running one; a request whose client leaves while waiting gives up its
-// place, and one that leaves while running releases the turn as soon as its generation stops.
+// One model, `capacity` generations at a time (its slots): requests take turns in arrival (FIFO)
+// order. At most `maxQueue` wait while every slot runs; a request whose client leaves while
+// waiting gives up its place, and one that leaves while running releases its turn as soon as its
+// generation stops.
 
 export class QueueFullError extends Error {
   override readonly name = 'QueueFullError';
@@ -20,24 +21,31 @@ interface Waiter {
 
 export class Turns {
   private readonly waiting: Waiter[] = [];
-  private running = false;
+  private running = 0;
 
   /**
-   * @param maxQueue requests allowed to wait behind the running one (0 = none wait).
-   * @param onChange called whenever the queue depth or the busy flag changes.
+   * @param maxQueue requests allowed to wait while every turn is held (0 = none wait).
+   * @param onChange called whenever the queue depth or the running count changes.
+   * @param capacity turns held at once (the server's slots).
    */
   constructor(
     readonly maxQueue: number,
     private readonly onChange: () => void = () => undefined,
+    readonly capacity = 1,
   ) {}
 
-  /** Requests waiting for their turn (the running one excluded). */
+  /** Requests waiting for their turn (the running ones excluded). */
   get depth(): number {
     return this.waiting.length;
   }
 
-  /** A generation holds the turn. */
+  /** Some generation holds a turn. */
   get busy(): boolean {
+    return this.running > 0;
+  }
+
+  /** Turns held now. */
+  get active(): number {
     return this.running;
   }
 
@@ -48,8 +56,8 @@ export class Turns {
    */
   acquire(signal?: AbortSignal): Promise<() => void> {
     if (signal?.aborted) return Promise.reject(new TurnCancelledError('the request was cancelled before its turn'));
-    if (!this.running && this.waiting.length === 0) {
-      this.running = true;
+    if (this.running < this.capacity && this.waiting.length === 0) {
+      this.running++;
       this.onChange();
       return Promise.resolve(this.releaser());
     }
@@ -79,7 +87,7 @@ export class Turns {
     });
   }
 
-  /** Rejects every waiting request with `err` (shutdown). The running one keeps its turn. */
+  /** Rejects every waiting request with `err` (shutdown). The running ones keep their turns. */
   cancelAll(err: Error): void {
     const all = this.waiting.splice(0);
     for (const w of all) w.fail(err);
@@ -95,7 +103,7 @@ export class Turns {
       if (next) {
         next.grant(this.releaser());
       } else {
-        this.running = false;
+        this.running--;
       }
       this.onChange();
     };

@@ -18,6 +18,8 @@ export interface Usage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** OpenAI's prompt caching: `cached_tokens` of the prompt were in the slot's KV cache already. */
+  prompt_tokens_details: { cached_tokens: number };
 }
 
 /** OpenAI's finish reasons that this server produces ('tool_calls': the answer called tools). */
@@ -163,5 +165,9 @@ export interface BmoeStatus {
   maxQueue: number;
   /** A generation is running. */
   busy: boolean;
+  /** The slots (`parallel`): conversations kept at once, and how many generate now. */
+  slots: { total: number; busy: number };
+  /** The KV store on disk (`kvDir`), or null. */
+  kvDir: { dir: string; files: number; bytes: number; budgetBytes: number; saves: number; restores: number } | null;
   device: DeviceSensors;
 }

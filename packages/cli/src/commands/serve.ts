@@ -7,8 +7,10 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
 import { formatBytes, warnStream } from '../format.js';
-import { addContextOptions, addStreamingOptions, chooseLoad, loadOptions, modelCommand, settingsLine, type ModelFlags } from '../model-options.js';
+import type { ChosenSettings, LoadOptions } from '@bmoe/engine';
+import { addContextOptions, addStreamingOptions, loadOptions, modelCommand, settingsLine, type ModelFlags } from '../model-options.js';
 import { intRange, nonNegativeInt } from '../parse.js';
+import { optionRow } from '@bmoe/engine/options';
 
 interface ServeFlags extends ModelFlags {
   host?: string;
@@ -16,6 +18,9 @@ interface ServeFlags extends ModelFlags {
   port?: number;
   apiKey?: string;
   maxQueue?: number;
+  parallel?: number;
+  kvDir?: string;
+  kvDirMb?: number;
   modelId?: string;
   alias?: string[];
   cors?: string[];
@@ -77,7 +82,10 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--allowed-hosts <names>', 'Host names to answer besides localhost, 127.0.0.1, [::1] and --host (comma-separated; .example.lan = a domain and its subdomains); others get 403', hostList)
     .option('--port <N>', 'TCP port; 0 = any free port (default 8080)', intRange(0, 65535))
     .addOption(new Option('--api-key <key>', 'require Authorization: Bearer <key> on /v1 and /metrics').env('BMOE_API_KEY'))
-    .option('--max-queue <N>', 'requests that may wait behind the running one; more get 429 (default 8)', nonNegativeInt)
+    .option('--max-queue <N>', 'requests that may wait while every slot generates; more get 429 (default 8)', nonNegativeInt)
+    .option('--parallel <N>', 'slots, as llama-server --parallel: conversations whose KV cache is kept at once, decoded together; a request goes to the slot holding the longest prefix of its prompt (default: as many as fit in half the memory the model leaves, 1 to 4, said at start)', intRange(1, 64))
+    .option('--kv-dir <dir>', "save a conversation a slot gives up to DIR and restore it when it comes back (across restarts too); a full disk evicts, never fails a request (default: none)")
+    .option('--kv-dir-mb <N>', "the --kv-dir budget in MiB: least recently used conversations go beyond it (default 4096)", intRange(1, 2 ** 30))
     .option('--model-id <name>', "the model's name in /v1/models and in answers (default: the file name without .gguf); requests may name any model")
     .option('--alias <names>', 'more names /v1/models lists for the model (comma-separated, repeatable), as llama-server --alias', addList)
     .option('--cors <origins>', "web origins whose pages may call the server (https://app.example, http://localhost:5173; comma-separated, repeatable; '*' = any): CORS headers and preflight for those only (default: none)", addOrigins)
@@ -87,7 +95,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     const given = loadOptions(this, flags);
     const path = await resolveModelArg(model);
     // The settings rule (the flags given win); its line follows the listening line.
-    const settings = await chooseLoad(path, given);
+    const { settings, parallel } = await chooseServing(path, given, flags.parallel);
     // Loaded on use: `bmoe --help` and usage errors stay fast.
     const { createServer, DEFAULT_SHUTDOWN_GRACE_MS } = await import('@bmoe/server');
     const server = await createServer({
@@ -99,6 +107,9 @@ export function registerServe(program: Command, ctx: CliContext): void {
       // An empty BMOE_API_KEY means none.
       apiKey: flags.apiKey || undefined,
       maxQueue: flags.maxQueue,
+      parallel: parallel.parallel,
+      kvDir: flags.kvDir,
+      kvDirMb: flags.kvDirMb,
       modelId: flags.modelId,
       aliases: flags.alias,
       cors: flags.cors,
@@ -124,7 +135,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
     try {
       const url = await server.listen();
       process.stderr.write(`bmoe serve: listening on ${url} (OpenAI base URL ${url}/v1), loading ${model}\n`);
-      process.stderr.write(`${settingsLine(settings)}\n`);
+      process.stderr.write(`${settingsLine(settings)}, ${parallel.reason}${flags.kvDir ? `, KV saved in ${flags.kvDir}` : ''}\n`);
       try {
         await server.ready;
       } catch (err) {
@@ -153,4 +164,16 @@ export function registerServe(program: Command, ctx: CliContext): void {
       process.off('SIGINT', onSignal);
     }
   });
+}
+
+/**
+ * The settings rule for the model, and the slots: `--parallel` as given, else as many as fit in
+ * half the memory the model leaves (engine's chooseParallel), each holding the context size.
+ */
+async function chooseServing(path: string, given: LoadOptions, asked: number | undefined): Promise<{ settings: ChosenSettings; parallel: { parallel: number; reason: string } }> {
+  const { chooseSettingsFor, chooseParallel, memoryLeft } = await import('@bmoe/engine');
+  const { settings, model } = await chooseSettingsFor(path, given);
+  const contextSize = settings.load.contextSize ?? (optionRow('contextSize').default as number);
+  if (asked !== undefined) return { settings, parallel: { parallel: asked, reason: `${asked} slot${asked === 1 ? '' : 's'} (as asked)` } };
+  return { settings, parallel: chooseParallel(model.kvBytesPerToken, contextSize, memoryLeft(model, settings)) };
 }

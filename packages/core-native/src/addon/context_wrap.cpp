@@ -3,11 +3,13 @@
 #include "args.h"
 #include "js_objects.h"
 
+#include "bmoe/runtime/kv_state.h"
 #include "bmoe/runtime/log_capture.h"
 #include "bmoe/stream/streamer.h"
 
 #include "ggml-cpu.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace bmoe {
@@ -17,20 +19,36 @@ Napi::FunctionReference * context_wrap::constructor = nullptr;
 // Everything one generate() call shares between the decode thread and the JS thread.
 struct generate_job {
     context_wrap *            owner = nullptr;
-    generate_request          req;
+    generation                g;
     Napi::Promise::Deferred   deferred;
     Napi::ThreadSafeFunction  tsfn;
-    generate_result           result;
-    std::string               error;       // set by the decode thread on failure
     std::string               js_error;    // set when the JS token callback threw
 
     explicit generate_job(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
 };
 
+// Sequence work done on the decode thread between two steps (saving or loading KV state, a reset).
+struct seq_op {
+    context_wrap *            owner = nullptr;
+    std::function<double()>   work;
+    double                    value = 0;
+    std::string               error;
+    Napi::Promise::Deferred   deferred;
+    Napi::ThreadSafeFunction  tsfn;
+
+    explicit seq_op(Napi::Env env) : deferred(Napi::Promise::Deferred::New(env)) {}
+};
 
 Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> model, const context_params & p) {
+    if (p.n_batch < p.n_seq) {
+        throw Napi::Error::New(env, "nBatch (" + std::to_string(p.n_batch) + ") must be at least nSeq (" + std::to_string(p.n_seq) +
+                                        "): every sequence's next token goes in one batch");
+    }
     llama_context_params cp = llama_context_default_params();
-    cp.n_ctx           = p.n_ctx;
+    // nCtx tokens for every sequence: llama.cpp splits n_ctx evenly between them (kv_unified off).
+    cp.n_ctx           = p.n_ctx * p.n_seq;
+    cp.n_seq_max       = p.n_seq;
+    cp.kv_unified      = false;
     cp.n_batch         = p.n_batch;
     cp.n_ubatch        = std::min(p.n_ubatch, p.n_batch);
     cp.n_threads       = p.threads;
@@ -44,8 +62,8 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     llama_context * ctx = llama_init_from_model(model->model, cp);
     if (!ctx) {
         const std::string why = log_capture_first_error();
-        throw Napi::Error::New(env, "could not create a context (n_ctx " + std::to_string(p.n_ctx) + ")" +
-                                        (why.empty() ? "" : ": " + why));
+        throw Napi::Error::New(env, "could not create a context (n_ctx " + std::to_string(p.n_ctx) + " × " + std::to_string(p.n_seq) +
+                                        " sequences)" + (why.empty() ? "" : ": " + why));
     }
     // One thread pool for the context's life. Without it, a build without OpenMP (the prebuilt
     // binaries use ggml's own pool) creates and joins its worker threads in every graph compute:
@@ -63,33 +81,35 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     llama_attach_threadpool(ctx, tp, tp);
     Napi::Object obj = constructor->New({});
     context_wrap * self = context_wrap::Unwrap(obj);
-    self->model   = std::move(model);
-    self->ctx     = ctx;
+    self->model      = std::move(model);
+    self->ctx        = ctx;
     self->threadpool = tp;
-    self->gen     = std::make_unique<generator>();
-    self->gen->ctx     = ctx;
-    self->gen->vocab   = llama_model_get_vocab(self->model->model);
-    self->gen->n_batch = (int32_t) cp.n_batch;
-    self->gen->observer = self->model->stream.get();
+    self->gen        = std::make_unique<generator>();
+    generator & g = *self->gen;
+    g.ctx      = ctx;
+    g.vocab    = llama_model_get_vocab(self->model->model);
+    g.n_batch  = (int32_t) cp.n_batch;
+    g.n_seq    = (int32_t) p.n_seq;
+    g.observer = self->model->stream.get();
     if (!self->model->guards.empty()) {
         const model_state * m = self->model.get();
-        self->gen->file_check = [m](bool full) { return m->file_check(full); };
+        g.file_check = [m](bool full) { return m->file_check(full); };
     }
-    llama_set_abort_callback(ctx, [](void * data) { return static_cast<generator *>(data)->abort_flag.load(); }, self->gen.get());
+    g.attach();
+    self->seq_busy.assign(p.n_seq, false);
     return obj;
 }
 
 context_wrap::context_wrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<context_wrap>(info) {}
 
 context_wrap::~context_wrap() {
-    if (worker.joinable()) {
-        gen->abort_flag.store(true);
-        worker.join();
-    }
+    for (generate_job * j : jobs) j->g.abort.store(true);
+    stop_loop();
     free_context();
 }
 
 void context_wrap::free_context() {
+    stop_loop();
     if (ctx) {
         llama_free(ctx);
         ctx = nullptr;
@@ -102,11 +122,87 @@ void context_wrap::free_context() {
     model.reset();
 }
 
+void context_wrap::ensure_loop() {
+    if (!loop_thread.joinable()) loop_thread = std::thread([this] { loop(); });
+}
+
+void context_wrap::stop_loop() {
+    if (!loop_thread.joinable()) return;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        quit = true;
+    }
+    wake.notify_all();
+    loop_thread.join();
+}
+
+void context_wrap::loop() {
+    std::vector<generate_job *> active;
+    std::vector<generation *>   step_set;
+    model_state *               ms = model.get();
+    for (;;) {
+        std::vector<generate_job *> joining;
+        std::vector<seq_op *>       ops;
+        {
+            std::unique_lock<std::mutex> lock(mu);
+            wake.wait(lock, [&] { return quit || !inbox.empty() || !op_inbox.empty() || !active.empty(); });
+            if (quit && inbox.empty() && op_inbox.empty() && active.empty()) return;
+            joining.swap(inbox);
+            ops.swap(op_inbox);
+        }
+        for (seq_op * op : ops) {
+            try {
+                op->value = op->work();
+            } catch (const std::exception & e) {
+                op->error = e.what();
+            }
+            op->tsfn.Release();
+        }
+        for (generate_job * j : joining) {
+            gen->start(j->g);
+            if (j->g.done) {
+                j->tsfn.Release();
+            } else {
+                active.push_back(j);
+            }
+        }
+        if (active.empty()) continue;
+        step_set.clear();
+        for (generate_job * j : active) step_set.push_back(&j->g);
+        {
+            // Contexts of one streamed model decode one step at a time (the streamer is shared).
+            std::unique_lock<std::mutex> decode_lock(ms->decode_mutex, std::defer_lock);
+            if (ms->stream) decode_lock.lock();
+            gen->step(step_set);
+        }
+        active.erase(std::remove_if(active.begin(), active.end(),
+                                    [](generate_job * j) {
+                                        if (!j->g.done) return false;
+                                        j->tsfn.Release();
+                                        return true;
+                                    }),
+                     active.end());
+    }
+}
+
+int32_t context_wrap::seq_arg(const Napi::CallbackInfo & info, size_t i, const char * what, bool optional) {
+    Napi::Env env = info.Env();
+    if (info.Length() <= i || info[i].IsUndefined()) {
+        if (optional) return -1;
+        throw Napi::TypeError::New(env, std::string(what) + ": seq is required");
+    }
+    if (!info[i].IsNumber()) throw Napi::TypeError::New(env, std::string(what) + ": seq must be a number");
+    const double v = info[i].As<Napi::Number>().DoubleValue();
+    if (!(v >= 0 && v < (double) seq_busy.size() && v == (double) (int32_t) v)) {
+        throw Napi::RangeError::New(env, std::string(what) + ": seq " + std::to_string(v) + " is not a sequence of this context (0.." +
+                                             std::to_string(seq_busy.size() - 1) + ")");
+    }
+    return (int32_t) v;
+}
 
 Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     if (!ctx || close_pending) throw Napi::Error::New(env, "the context is closed");
-    if (busy) throw Napi::Error::New(env, "a generation is already running on this context");
     Napi::Object r = arg_object(info, 0, "generate(request, onToken)");
     if (info.Length() < 2 || !info[1].IsFunction()) {
         throw Napi::TypeError::New(env, "generate(request, onToken): onToken must be a function");
@@ -114,83 +210,187 @@ Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
     js_reader reader;
     generate_request req = read_generate_request(reader, r);
     throw_if_failed(env, reader);
+    if (req.seq >= (int32_t) seq_busy.size()) {
+        throw Napi::RangeError::New(env, "generate: seq " + std::to_string(req.seq) + " is not a sequence of this context (0.." +
+                                             std::to_string(seq_busy.size() - 1) + ")");
+    }
+    if (seq_busy[(size_t) req.seq]) {
+        throw Napi::Error::New(env, "a generation is already running on sequence " + std::to_string(req.seq) + " of this context");
+    }
     auto * job = new generate_job(env);
     job->owner = this;
-    job->req   = std::move(req);
-
+    job->g.req = std::move(req);
+    job->g.on_token = [job](token_event && ev) {
+        auto * heap = new token_event(std::move(ev));
+        const napi_status st = job->tsfn.BlockingCall(heap, [job](Napi::Env env, Napi::Function cb, token_event * e) {
+            std::unique_ptr<token_event> own(e);
+            if (!job->js_error.empty()) return;
+            try {
+                cb.Call({ token_event_to_js(env, *e) });
+            } catch (const Napi::Error & err) {
+                job->js_error = err.Message();
+                job->g.abort.store(true);
+            }
+        });
+        if (st != napi_ok) delete heap;
+    };
     Napi::Promise promise = job->deferred.Promise();
     job->tsfn = Napi::ThreadSafeFunction::New(
         env, info[1].As<Napi::Function>(), "bmoe-generate", 0, 1, job,
         [](Napi::Env env, generate_job * job) { job->owner->finish_job(env, job); });
-    busy = true;
-    gen->abort_flag.store(false); // here, not on the decode thread: an abort while it waits for the lock counts
+    seq_busy[(size_t) job->g.req.seq] = true;
+    jobs.push_back(job);
     Ref(); // keep this object alive while the decode thread uses it
-
-    generator * g = gen.get();
-    model_state * ms = model.get();
-    worker = std::thread([job, g, ms]() {
-        std::unique_lock<std::mutex> decode_lock(ms->decode_mutex, std::defer_lock);
-        if (ms->stream) decode_lock.lock();
-        try {
-            job->result = g->run(job->req, [job](token_event && ev) {
-                auto * heap = new token_event(std::move(ev));
-                const napi_status st = job->tsfn.BlockingCall(heap, [job](Napi::Env env, Napi::Function cb, token_event * e) {
-                    std::unique_ptr<token_event> own(e);
-                    if (!job->js_error.empty()) return;
-                    try {
-                        cb.Call({ token_event_to_js(env, *e) });
-                    } catch (const Napi::Error & err) {
-                        job->js_error = err.Message();
-                        job->owner->gen->abort_flag.store(true);
-                    }
-                });
-                if (st != napi_ok) {
-                    delete heap;
-                }
-            });
-        } catch (const std::exception & e) {
-            job->error = e.what();
-        }
-        job->tsfn.Release();
-    });
+    ensure_loop();
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        inbox.push_back(job);
+    }
+    wake.notify_one();
     return promise;
 }
 
 void context_wrap::finish_job(Napi::Env env, generate_job * job) {
-    if (worker.joinable()) worker.join();
-    busy = false;
     Napi::HandleScope scope(env);
+    seq_busy[(size_t) job->g.req.seq] = false;
+    jobs.erase(std::find(jobs.begin(), jobs.end(), job));
     if (!job->js_error.empty()) {
         job->deferred.Reject(Napi::Error::New(env, "onToken threw: " + job->js_error).Value());
-    } else if (!job->error.empty()) {
-        job->deferred.Reject(Napi::Error::New(env, job->error).Value());
+    } else if (!job->g.error.empty()) {
+        job->deferred.Reject(Napi::Error::New(env, job->g.error).Value());
     } else {
-        job->deferred.Resolve(generate_result_to_js(env, job->result));
+        job->deferred.Resolve(generate_result_to_js(env, job->g.result));
     }
     delete job;
-    if (close_pending) {
-        free_context();
-    }
+    if (close_pending && jobs.empty() && ops_pending == 0) free_context();
     Unref();
 }
 
+void context_wrap::finish_op(Napi::Env env, seq_op * op) {
+    Napi::HandleScope scope(env);
+    ops_pending--;
+    if (op->error.empty()) {
+        op->deferred.Resolve(Napi::Number::New(env, op->value));
+    } else {
+        op->deferred.Reject(Napi::Error::New(env, op->error).Value());
+    }
+    delete op;
+    if (close_pending && jobs.empty() && ops_pending == 0) free_context();
+    Unref();
+}
+
+Napi::Value context_wrap::queue_op(Napi::Env env, std::function<double()> work) {
+    auto * op = new seq_op(env);
+    op->owner = this;
+    op->work  = std::move(work);
+    Napi::Promise promise = op->deferred.Promise();
+    op->tsfn = Napi::ThreadSafeFunction::New(
+        env, Napi::Function::New(env, [](const Napi::CallbackInfo &) {}), "bmoe-seq-op", 0, 1, op,
+        [](Napi::Env env, seq_op * op) { op->owner->finish_op(env, op); });
+    ops_pending++;
+    Ref();
+    ensure_loop();
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        op_inbox.push_back(op);
+    }
+    wake.notify_one();
+    return promise;
+}
+
 Napi::Value context_wrap::abort(const Napi::CallbackInfo & info) {
-    if (gen) gen->abort_flag.store(true);
+    const int32_t seq = seq_arg(info, 0, "abort", true);
+    for (generate_job * j : jobs) {
+        if (seq < 0 || j->g.req.seq == seq) j->g.abort.store(true);
+    }
     return info.Env().Undefined();
 }
 
 Napi::Value context_wrap::reset(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
-    if (!ctx) throw Napi::Error::New(env, "the context is closed");
-    if (busy) throw Napi::Error::New(env, "cannot reset while a generation is running");
-    gen->reset();
+    if (!ctx || close_pending) throw Napi::Error::New(env, "the context is closed");
+    const int32_t seq = seq_arg(info, 0, "reset", true);
+    for (size_t i = 0; i < seq_busy.size(); i++) {
+        if (seq_busy[i] && (seq < 0 || (int32_t) i == seq)) throw Napi::Error::New(env, "cannot reset while a generation is running");
+    }
+    if (jobs.empty() && ops_pending == 0) {
+        gen->reset(seq); // nothing decodes: at once
+        return env.Undefined();
+    }
+    generator * g = gen.get();
+    queue_op(env, [g, seq] {
+        g->reset(seq);
+        return 0.0;
+    });
     return env.Undefined();
 }
 
+Napi::Value context_wrap::cached_tokens(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    if (!ctx) throw Napi::Error::New(env, "the context is closed");
+    const int32_t seq = std::max(0, seq_arg(info, 0, "cachedTokens", true));
+    // Only the decode thread changes a sequence's tokens, and only while it generates on it.
+    if (seq_busy[(size_t) seq]) throw Napi::Error::New(env, "cachedTokens: a generation is running on sequence " + std::to_string(seq));
+    const std::vector<llama_token> & c = gen->cached[(size_t) seq];
+    Napi::Int32Array out = Napi::Int32Array::New(env, c.size());
+    std::copy(c.begin(), c.end(), out.Data());
+    return out;
+}
+
+Napi::Value context_wrap::save_state(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    if (!ctx || close_pending) throw Napi::Error::New(env, "the context is closed");
+    const int32_t seq = seq_arg(info, 0, "saveState(seq, path, meta)", false);
+    if (info.Length() < 3 || !info[1].IsString() || !info[2].IsString()) throw Napi::TypeError::New(env, "saveState(seq, path, meta): path and meta must be strings");
+    if (seq_busy[(size_t) seq]) throw Napi::Error::New(env, "saveState: a generation is running on sequence " + std::to_string(seq));
+    const std::string path = info[1].As<Napi::String>();
+    const std::string meta = info[2].As<Napi::String>();
+    generator * g = gen.get();
+    llama_context * c = ctx;
+    return queue_op(env, [g, c, seq, path, meta] {
+        if (g->cached[(size_t) seq].empty()) throw std::runtime_error(path + ": nothing to save (the sequence holds no tokens)");
+        return (double) kv_state_save(c, seq, g->cached[(size_t) seq], meta, path);
+    });
+}
+
+Napi::Value context_wrap::load_state(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    if (!ctx || close_pending) throw Napi::Error::New(env, "the context is closed");
+    const int32_t seq = seq_arg(info, 0, "loadState(seq, path, meta)", false);
+    if (info.Length() < 3 || !info[1].IsString() || !info[2].IsString()) throw Napi::TypeError::New(env, "loadState(seq, path, meta): path and meta must be strings");
+    if (seq_busy[(size_t) seq]) throw Napi::Error::New(env, "loadState: a generation is running on sequence " + std::to_string(seq));
+    const std::string path = info[1].As<Napi::String>();
+    const std::string meta = info[2].As<Napi::String>();
+    generator * g = gen.get();
+    llama_context * c = ctx;
+    return queue_op(env, [g, c, seq, path, meta] {
+        std::vector<llama_token> & cached = g->cached[(size_t) seq];
+        try {
+            cached = kv_state_load(c, seq, meta, path);
+        } catch (...) {
+            // A file refused before the sequence was touched leaves it as it was; one llama.cpp
+            // refused midway leaves it empty.
+            if (llama_memory_seq_pos_max(llama_get_memory(c), seq) < 0) cached.clear();
+            throw;
+        }
+        return (double) cached.size();
+    });
+}
+
+Napi::Value context_wrap::state_meta(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "stateMeta(path): path must be a string");
+    try {
+        return Napi::String::New(env, kv_state_meta(info[0].As<Napi::String>()));
+    } catch (const std::exception & e) {
+        throw Napi::Error::New(env, e.what());
+    }
+}
+
 Napi::Value context_wrap::close(const Napi::CallbackInfo & info) {
-    if (busy) {
-        gen->abort_flag.store(true);
-        close_pending = true; // freed when the running generation has unwound
+    if (!jobs.empty() || ops_pending > 0) {
+        for (generate_job * j : jobs) j->g.abort.store(true);
+        close_pending = true; // freed when the running generations have unwound
     } else {
         free_context();
     }

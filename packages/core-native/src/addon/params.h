@@ -120,6 +120,7 @@ struct context_params {
     uint32_t n_batch  = (uint32_t) contract::context::n_batch.def;
     uint32_t n_ubatch = (uint32_t) contract::context::n_ubatch.def;
     int32_t  threads  = (int32_t) contract::context::threads.def;
+    uint32_t n_seq    = (uint32_t) contract::context::n_seq.def;
 };
 
 inline context_params read_context_params(js_reader & r, const Napi::Object & p) {
@@ -129,6 +130,7 @@ inline context_params read_context_params(js_reader & r, const Napi::Object & p)
     cp.n_batch  = (uint32_t) r.integer(p, k::n_batch);
     cp.n_ubatch = (uint32_t) r.integer(p, k::n_ubatch);
     cp.threads  = (int32_t) r.integer(p, k::threads);
+    cp.n_seq    = (uint32_t) r.integer(p, k::n_seq);
     return cp;
 }
 
@@ -191,6 +193,7 @@ inline generate_request read_generate_request(js_reader & r, const Napi::Object 
     Napi::Int32Array toks = tv.As<Napi::Int32Array>();
     req.tokens.assign(toks.Data(), toks.Data() + toks.ElementLength());
     namespace k = contract::generate;
+    req.seq             = (int32_t) r.integer(o, k::seq);
     req.max_tokens      = (int32_t) r.integer(o, k::max_tokens);
     req.want_logits     = r.boolean(o, k::want_logits);
     req.context_shift   = r.boolean(o, k::context_shift);

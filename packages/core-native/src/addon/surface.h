@@ -36,6 +36,10 @@ template <class Context> void define_context_class(Napi::Env env, Napi::Object e
         Context::InstanceMethod("abort", &Context::abort),
         Context::InstanceMethod("reset", &Context::reset),
         Context::InstanceMethod("close", &Context::close),
+        Context::InstanceMethod("cachedTokens", &Context::cached_tokens),
+        Context::InstanceMethod("saveState", &Context::save_state),
+        Context::InstanceMethod("loadState", &Context::load_state),
+        Context::InstanceMethod("stateMeta", &Context::state_meta),
     });
     Context::constructor = new Napi::FunctionReference(Napi::Persistent(fn));
     exports.Set("Context", fn);

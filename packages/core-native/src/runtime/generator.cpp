@@ -49,24 +49,32 @@ struct decode_timer {
     }
 };
 
+void batch_add(llama_batch & b, llama_token t, llama_pos pos, llama_seq_id seq, bool logits) {
+    const int32_t i = b.n_tokens++;
+    b.token[i]     = t;
+    b.pos[i]       = pos;
+    b.n_seq_id[i]  = 1;
+    b.seq_id[i][0] = seq;
+    b.logits[i]    = logits ? 1 : 0;
+}
+
 }  // namespace
 
-// Polled by llama.cpp's grammar (patch 0004) on this thread for the whole generation, when it
-// has a grammar; without one the watch costs nothing per token.
+// Polled by llama.cpp's grammar (patch 0004) on this thread while one generation samples, when it
+// has a grammar; without one the watch costs nothing.
 struct generator::grammar_watch {
     const std::atomic<bool> * abort;
-    const bool                active;
     double                    deadline  = 0;  // now_ms() time
     bool                      timed_out = false;
 
-    grammar_watch(const std::atomic<bool> * abort_flag, bool has_grammar) : abort(abort_flag), active(has_grammar) {
+    grammar_watch(const std::atomic<bool> * abort_flag, int32_t step_ms) : abort(abort_flag), deadline(now_ms() + step_ms) {
 #ifdef BMOE_HAVE_GRAMMAR_STOP
-        if (active) llama_grammar_set_stop_callback(&grammar_watch::should_stop, this);
+        llama_grammar_set_stop_callback(&grammar_watch::should_stop, this);
 #endif
     }
     ~grammar_watch() {
 #ifdef BMOE_HAVE_GRAMMAR_STOP
-        if (active) llama_grammar_set_stop_callback(nullptr, nullptr);
+        llama_grammar_set_stop_callback(nullptr, nullptr);
 #endif
     }
     grammar_watch(const grammar_watch &) = delete;
@@ -80,31 +88,67 @@ struct generator::grammar_watch {
     }
 };
 
-template <class F> bool generator::watched(grammar_watch & w, int32_t step_ms, F && f) {
-    if (!w.active) {
+template <class F> bool generator::watched(generation & g, F && f) {
+    if (g.req.sampling.grammar.gbnf.empty()) {
         f();
         return true;
     }
-    w.deadline  = now_ms() + step_ms;
-    w.timed_out = false;
+    grammar_watch w(&g.abort, g.req.grammar_step_ms);
     try {
         f();
     } catch (const std::runtime_error & e) {
         if (std::string(e.what()) != "grammar: stopped") throw;
         if (!w.timed_out) return false;
-        throw std::runtime_error("grammar: one sampling step took longer than " + std::to_string(step_ms) +
+        throw std::runtime_error("grammar: one sampling step took longer than " + std::to_string(g.req.grammar_step_ms) +
                                  " ms (the grammar allows too many ways to continue); the request was stopped");
     }
     return true;
 }
 
-void generator::reset() {
-    llama_memory_clear(llama_get_memory(ctx), true);
-    cached.clear();
+generator::~generator() {
+    if (batch_cap > 0) llama_batch_free(batch);
+}
+
+void generator::attach() {
+    cached.assign((size_t) n_seq, {});
+    // The generating tokens of every sequence plus prompt chunks: at most n_batch per decode.
+    batch_cap = n_batch;
+    batch     = llama_batch_init(batch_cap, 0, 1);
+    llama_set_abort_callback(ctx, [](void * data) { return static_cast<const generator *>(data)->should_abort(); }, this);
+}
+
+int32_t generator::n_ctx_seq() const {
+    return (int32_t) llama_n_ctx_seq(ctx);
+}
+
+bool generator::should_abort() const {
+    if (stop_decode.load(std::memory_order_relaxed)) return true;
+    // A decode stops mid-graph only when every generation in it was aborted: one client leaving
+    // must not cost the others their step.
+    if (in_batch.empty()) return false;
+    for (const generation * g : in_batch) {
+        if (!g->abort.load(std::memory_order_relaxed)) return false;
+    }
+    return true;
+}
+
+void generator::reset(int32_t seq) {
+    llama_memory_t mem = llama_get_memory(ctx);
+    if (seq < 0) {
+        llama_memory_clear(mem, true);
+        for (auto & c : cached) c.clear();
+        return;
+    }
+    llama_memory_seq_rm(mem, seq, -1, -1);
+    cached[(size_t) seq].clear();
 }
 
 void generator::check_request(const generate_request & req) const {
-    const int32_t n_ctx = (int32_t) llama_n_ctx(ctx);
+    if (req.seq < 0 || req.seq >= n_seq) {
+        throw std::runtime_error("seq " + std::to_string(req.seq) + " is not a sequence of this context (0.." +
+                                 std::to_string(n_seq - 1) + ")");
+    }
+    const int32_t n_ctx = n_ctx_seq();
     if (file_check) {
         const std::string changed = file_check(true);
         if (!changed.empty()) throw std::runtime_error(changed);
@@ -125,151 +169,215 @@ void generator::check_request(const generate_request & req) const {
     }
 }
 
-size_t generator::keep_cached_prefix(const std::vector<llama_token> & tokens) {
+size_t generator::keep_cached_prefix(int32_t seq, const std::vector<llama_token> & tokens) {
     // Reuse the longest cached prefix; at least one token must be evaluated to get logits.
+    std::vector<llama_token> & c = cached[(size_t) seq];
     size_t n_keep = 0;
-    while (n_keep < cached.size() && n_keep < tokens.size() && cached[n_keep] == tokens[n_keep]) {
+    while (n_keep < c.size() && n_keep < tokens.size() && c[n_keep] == tokens[n_keep]) {
         n_keep++;
     }
     if (n_keep == tokens.size()) {
         n_keep--;
     }
     llama_memory_t mem = llama_get_memory(ctx);
-    if (!llama_memory_seq_rm(mem, 0, (llama_pos) n_keep, -1)) {
-        llama_memory_clear(mem, true);
+    if (!llama_memory_seq_rm(mem, seq, (llama_pos) n_keep, -1)) {
+        llama_memory_seq_rm(mem, seq, -1, -1);
         n_keep = 0;
     }
-    cached.resize(n_keep);
+    c.resize(n_keep);
     return n_keep;
 }
 
-void generator::throw_if_failed() {
+void generator::drop_uncached(int32_t seq) {
+    llama_memory_seq_rm(llama_get_memory(ctx), seq, (llama_pos) cached[(size_t) seq].size(), -1);
+}
+
+bool generator::shift_context(int32_t seq) {
+    llama_memory_t mem = llama_get_memory(ctx);
+    std::vector<llama_token> & c = cached[(size_t) seq];
+    if (!llama_memory_can_shift(mem) || c.size() < 4) return false;
+    const int32_t n_keep    = 1;  // the first token (BOS where the model has one)
+    const int32_t n_past    = (int32_t) c.size();
+    const int32_t n_discard = (n_past - n_keep) / 2;
+    if (!llama_memory_seq_rm(mem, seq, n_keep, n_keep + n_discard)) return false;
+    llama_memory_seq_add(mem, seq, n_keep + n_discard, n_past, -n_discard);
+    c.erase(c.begin() + n_keep, c.begin() + n_keep + n_discard);
+    return true;
+}
+
+void generator::finish(generation & g, const char * reason) {
+    g.result.stop_reason = reason;
+    g.done               = true;
+}
+
+void generator::fail(generation & g, const std::string & why) {
+    drop_uncached(g.req.seq);
+    g.error = why;
+    g.done  = true;
+}
+
+void generator::start(generation & g) {
+    // g.abort is NOT cleared here: the caller clears it when the generation is requested, so an
+    // abort that arrives while it waits to be started is honoured.
+    try {
+        check_request(g.req);
+        const size_t n_keep       = keep_cached_prefix(g.req.seq, g.req.tokens);
+        g.result.n_prompt        = (int32_t) g.req.tokens.size();
+        g.result.n_prompt_reused = (int32_t) n_keep;
+        if (!watched(g, [&] {
+                g.smpl = sampler_init(llama_get_model(ctx), n_ctx_seq(), g.req.sampling);
+                sampler_accept_prompt(g.smpl.get(), g.req.tokens);
+            })) {
+            finish(g, "abort");
+            return;
+        }
+        g.pending.assign(g.req.tokens.begin() + (long) n_keep, g.req.tokens.end());
+        g.pending_at = 0;
+        g.in_prompt  = true;
+        g.t_prompt   = now_ms();
+    } catch (const std::exception & e) {
+        g.error = e.what();
+        g.done  = true;
+    }
+}
+
+bool generator::admit(generation & g) {
+    if (g.abort.load()) {
+        drop_uncached(g.req.seq);
+        finish(g, "abort");
+        return false;
+    }
+    if (g.in_prompt) return true;
+    if ((int32_t) cached[(size_t) g.req.seq].size() + 1 >= n_ctx_seq() && !(g.req.context_shift && shift_context(g.req.seq))) {
+        finish(g, "context");
+        return false;
+    }
+    return true;
+}
+
+void generator::step(const std::vector<generation *> & active) {
+    batch.n_tokens = 0;
+    in_batch.clear();
+    // The generating sequences' next tokens first, so they keep flowing while a prompt joins.
+    for (generation * g : active) {
+        g->logits_at  = -1;
+        g->n_in_batch = 0;
+        if (g->done || g->in_prompt || !admit(*g)) continue;
+        if (batch.n_tokens >= batch_cap) continue;  // more sequences than n_batch: next step
+        const std::vector<llama_token> & c = cached[(size_t) g->req.seq];
+        g->logits_at  = batch.n_tokens;
+        g->n_in_batch = 1;
+        batch_add(batch, g->next, (llama_pos) c.size(), g->req.seq, true);
+        in_batch.push_back(g);
+    }
+    // Then prompt chunks in what is left of n_batch; a prompt's last token asks for logits.
+    for (generation * g : active) {
+        if (g->done || !g->in_prompt || batch.n_tokens >= batch_cap || !admit(*g)) continue;
+        const size_t n = std::min(g->pending.size() - g->pending_at, (size_t) (batch_cap - batch.n_tokens));
+        const llama_pos p0 = (llama_pos) cached[(size_t) g->req.seq].size();
+        for (size_t i = 0; i < n; i++) {
+            const bool last = g->pending_at + i + 1 == g->pending.size();
+            if (last) g->logits_at = batch.n_tokens;
+            batch_add(batch, g->pending[g->pending_at + i], p0 + (llama_pos) i, g->req.seq, last);
+        }
+        g->n_in_batch = (int32_t) n;
+        in_batch.push_back(g);
+    }
+    if (batch.n_tokens == 0) return;
+
+    stop_decode.store(false);
+    decode_timer  timer(observer, &stop_decode);
+    const int32_t rc = llama_decode(ctx, batch);
+    const token_metrics m = timer.finish();
     // An observer that stopped a decode (a failed read, a changed file) is an error, not an abort.
     // So is a model file that changed under the decode (its output is garbage).
     std::string why = observer ? observer->error() : std::string();
     if (why.empty() && file_check) why = file_check(false);
-    if (!why.empty()) {
-        drop_uncached();
-        throw std::runtime_error(why);
+    if (why.empty() && rc != 0 && rc != 2 && !should_abort()) {
+        why = "llama_decode failed with code " + std::to_string(rc);
     }
+    const bool aborted = rc != 0 && why.empty();
+    for (generation * gp : in_batch) {
+        generation & g = *gp;
+        if (!why.empty()) {
+            fail(g, why);
+            continue;
+        }
+        if (aborted) {
+            drop_uncached(g.req.seq);
+            finish(g, "abort");
+            continue;
+        }
+        std::vector<llama_token> & c = cached[(size_t) g.req.seq];
+        if (g.in_prompt) {
+            c.insert(c.end(), g.pending.begin() + (long) g.pending_at, g.pending.begin() + (long) (g.pending_at + (size_t) g.n_in_batch));
+            g.pending_at += (size_t) g.n_in_batch;
+            token_metrics_add(g.prompt_metrics, m);
+        } else {
+            c.push_back(g.next);
+        }
+        if (g.logits_at >= 0) sample(g, m);
+    }
+    in_batch.clear();
 }
 
-void generator::drop_uncached() {
-    llama_memory_seq_rm(llama_get_memory(ctx), 0, (llama_pos) cached.size(), -1);
-}
-
-bool generator::decode(llama_token * toks, int32_t n) {
-    const int32_t rc = llama_decode(ctx, llama_batch_get_one(toks, n));
-    throw_if_failed();
-    if (rc == 2 || (rc != 0 && abort_flag.load())) {
-        return false; // aborted inside the graph
-    }
-    if (rc != 0) {
-        throw std::runtime_error("llama_decode failed with code " + std::to_string(rc) + " at position " + std::to_string(cached.size()));
-    }
-    cached.insert(cached.end(), toks, toks + n);
-    return true;
-}
-
-bool generator::eval_prompt(std::vector<llama_token> pending, token_metrics & metrics) {
-    // In n_batch chunks like llama-completion; one metrics record covers the whole prompt.
-    decode_timer first(observer, &abort_flag);
-    for (size_t i = 0; i < pending.size(); i += (size_t) n_batch) {
-        const int32_t n = (int32_t) std::min(pending.size() - i, (size_t) n_batch);
-        if (abort_flag.load() || !decode(pending.data() + i, n)) {
-            throw_if_failed();
-            drop_uncached();
-            return false;
+void generator::sample(generation & g, const token_metrics & step_metrics) {
+    const int32_t i = g.result.n_generated;
+    token_event   ev;
+    ev.index   = i;
+    ev.metrics = step_metrics;
+    if (g.in_prompt) {
+        // One metrics record covers the whole prompt: the first token's.
+        g.in_prompt         = false;
+        g.result.prompt_ms  = now_ms() - g.t_prompt;
+        ev.metrics          = g.prompt_metrics;
+        g.pending.clear();
+        if (g.req.max_tokens == 0) {
+            finish(g, "length");
+            return;
         }
     }
-    metrics = first.finish();
-    return true;
-}
-
-bool generator::shift_context() {
-    llama_memory_t mem = llama_get_memory(ctx);
-    if (!llama_memory_can_shift(mem) || cached.size() < 4) return false;
-    const int32_t n_keep    = 1;  // the first token (BOS where the model has one)
-    const int32_t n_past    = (int32_t) cached.size();
-    const int32_t n_discard = (n_past - n_keep) / 2;
-    if (!llama_memory_seq_rm(mem, 0, n_keep, n_keep + n_discard)) return false;
-    llama_memory_seq_add(mem, 0, n_keep + n_discard, n_past, -n_discard);
-    cached.erase(cached.begin() + n_keep, cached.begin() + n_keep + n_discard);
-    return true;
+    if (g.abort.load()) {
+        finish(g, "abort");
+        return;
+    }
+    try {
+        if (!watched(g, [&] { ev.token = sampler_sample(g.smpl.get(), ctx, g.logits_at); })) {
+            finish(g, "abort");
+            return;
+        }
+    } catch (const std::exception & e) {
+        g.error = e.what();
+        g.done  = true;
+        return;
+    }
+    ev.is_eog = llama_vocab_is_eog(vocab, ev.token);
+    ev.piece  = ev.is_eog ? std::string() : token_piece(vocab, ev.token);
+    if (g.req.want_logits) {
+        const float * lg = llama_get_logits_ith(ctx, g.logits_at);
+        ev.logits.assign(lg, lg + llama_vocab_n_tokens(vocab));
+    }
+    const bool eog = ev.is_eog;
+    g.next         = ev.token;
+    g.on_token(std::move(ev));
+    g.result.n_generated++;
+    if (eog) {
+        finish(g, "eog");
+    } else if (g.result.n_generated == g.req.max_tokens) {
+        // The last token is not fed back: a next turn re-evaluates it as part of its prompt.
+        finish(g, "length");
+    }
 }
 
 generate_result generator::run(const generate_request & req, const std::function<void(token_event &&)> & on_token) {
-    // abort_flag is NOT cleared here: the caller clears it when the generation is requested, so an
-    // abort that arrives while this thread still waits for the model's decode lock is honoured.
-    check_request(req);
-    generate_result res;
-    const size_t n_keep = keep_cached_prefix(req.tokens);
-    res.n_prompt        = (int32_t) req.tokens.size();
-    res.n_prompt_reused = (int32_t) n_keep;
-    grammar_watch watch(&abort_flag, !req.sampling.grammar.gbnf.empty());
-    sampler_ptr smpl;
-    if (!watched(watch, req.grammar_step_ms, [&] {
-            smpl = sampler_init(llama_get_model(ctx), (int32_t) llama_n_ctx(ctx), req.sampling);
-            sampler_accept_prompt(smpl.get(), req.tokens);
-        })) {
-        res.stop_reason = "abort";
-        return res;
-    }
-
-    const double  t_prompt = now_ms();
-    token_metrics metrics;
-    const bool    prompt_done = eval_prompt({ req.tokens.begin() + (long) n_keep, req.tokens.end() }, metrics);
-    res.prompt_ms = now_ms() - t_prompt;
-    if (!prompt_done) {
-        res.stop_reason = "abort";
-        return res;
-    }
-    const int32_t n_ctx   = (int32_t) llama_n_ctx(ctx);
-    const int32_t n_vocab = llama_vocab_n_tokens(vocab);
-    for (int32_t i = 0; i < req.max_tokens; i++) {
-        token_event ev;
-        ev.index   = i;
-        if (!watched(watch, req.grammar_step_ms, [&] { ev.token = sampler_sample(smpl.get(), ctx); })) {
-            res.stop_reason = "abort";
-            return res;
-        }
-        ev.is_eog  = llama_vocab_is_eog(vocab, ev.token);
-        ev.piece   = ev.is_eog ? std::string() : token_piece(vocab, ev.token);
-        ev.metrics = metrics;
-        if (req.want_logits) {
-            const float * lg = llama_get_logits_ith(ctx, -1);
-            ev.logits.assign(lg, lg + n_vocab);
-        }
-        const bool eog = ev.is_eog;
-        llama_token tok = ev.token;
-        on_token(std::move(ev));
-        res.n_generated++;
-        if (eog) {
-            res.stop_reason = "eog";
-            return res;
-        }
-        if (i + 1 == req.max_tokens) {
-            break; // the last token is not fed back: a next turn re-evaluates it as part of its prompt
-        }
-        if (abort_flag.load()) {
-            res.stop_reason = "abort";
-            return res;
-        }
-        if ((int32_t) cached.size() + 1 >= n_ctx && !(req.context_shift && shift_context())) {
-            res.stop_reason = "context";
-            return res;
-        }
-        decode_timer t(observer, &abort_flag);
-        if (!decode(&tok, 1)) {
-            throw_if_failed();
-            drop_uncached();
-            res.stop_reason = "abort";
-            return res;
-        }
-        metrics = t.finish();
-    }
-    res.stop_reason = "length";
-    return res;
+    generation g;
+    g.req      = req;
+    g.on_token = on_token;
+    start(g);
+    const std::vector<generation *> one{ &g };
+    while (!g.done) step(one);
+    if (!g.error.empty()) throw std::runtime_error(g.error);
+    return g.result;
 }
 
 }  // namespace bmoe

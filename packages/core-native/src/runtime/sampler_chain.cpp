@@ -40,9 +40,9 @@ void sampler_accept_prompt(sampler * s, const std::vector<llama_token> & tokens)
     for (llama_token t : tokens) llama_sampler_accept(s->chain, t);
 }
 
-llama_token sampler_sample(sampler * s, llama_context * ctx) {
+llama_token sampler_sample(sampler * s, llama_context * ctx, int32_t idx) {
     // llama_sampler_sample accepts the token itself.
-    return llama_sampler_sample(s->chain, ctx, -1);
+    return llama_sampler_sample(s->chain, ctx, idx);
 }
 
 }  // namespace bmoe

@@ -94,8 +94,8 @@ void sampler_accept_prompt(sampler * s, const std::vector<llama_token> & tokens)
     for (llama_token t : tokens) common_sampler_accept(s->s, t, false);
 }
 
-llama_token sampler_sample(sampler * s, llama_context * ctx) {
-    const llama_token t = common_sampler_sample(s->s, ctx, -1);
+llama_token sampler_sample(sampler * s, llama_context * ctx, int32_t idx) {
+    const llama_token t = common_sampler_sample(s->s, ctx, idx);
     common_sampler_accept(s->s, t, true);
     return t;
 }

@@ -85,7 +85,7 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
     std::shared_ptr<model_holder> model;
     llama_context *               ctx = nullptr;
     std::unique_ptr<generator>    gen;
-
+    generation *                  running = nullptr;  // while generate() runs (abort from onToken)
 
     explicit context_wrap(const Napi::CallbackInfo & info) : Napi::ObjectWrap<context_wrap>(info) {}
     ~context_wrap() override { free_context(); }
@@ -107,35 +107,62 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
         js_reader r;
         generate_request req = read_generate_request(r, info[0].As<Napi::Object>());
         if (!r.ok()) return rejected(env, r.error);
-        gen->abort_flag.store(false);
         bool js_failed = false;
-        // generator::run reports its own failures by throwing, which this build cannot catch;
+        // The generator reports its own failures by throwing, which this build cannot catch;
         // its inputs are checked above and by the engine, and an empty prompt is refused here.
         if (req.tokens.empty()) return rejected(env, "generate: the prompt has no tokens");
+        if (req.seq != 0) return rejected(env, "generate: seq " + std::to_string(req.seq) + " is not a sequence of this context (0..0)");
         if (!req.sampling.grammar.gbnf.empty()) return rejected(env, "generate: grammars need the native addon (the wasm32-wasi build has no grammar support)");
-        const generate_result res = gen->run(req, [&](token_event && ev) {
+        generation g;
+        g.req      = std::move(req);
+        g.on_token = [&](token_event && ev) {
             if (js_failed) return;
             on_token.Call({ token_event_to_js(env, ev, emnapi_sync{}) });
             if (env.IsExceptionPending()) {
                 js_failed = true;
-                gen->abort_flag.store(true);
+                g.abort.store(true);
             }
-        });
+        };
+        running = &g;
+        gen->start(g);
+        const std::vector<generation *> one{ &g };
+        while (!g.done) gen->step(one);
+        running = nullptr;
         if (js_failed) {
             Napi::Error e = env.GetAndClearPendingException();
             auto d = Napi::Promise::Deferred::New(env);
             d.Reject(e.Value());
             return d.Promise();
         }
-        return resolved(env, generate_result_to_js(env, res));
+        if (!g.error.empty()) return rejected(env, g.error);
+        return resolved(env, generate_result_to_js(env, g.result));
     }
 
     Napi::Value abort(const Napi::CallbackInfo & info) {
-        if (gen) gen->abort_flag.store(true);
+        if (running) running->abort.store(true);
         return info.Env().Undefined();
     }
     Napi::Value reset(const Napi::CallbackInfo & info) {
-        if (gen) gen->reset();
+        if (gen) gen->reset(-1);
+        return info.Env().Undefined();
+    }
+    Napi::Value cached_tokens(const Napi::CallbackInfo & info) {
+        Napi::Env env = info.Env();
+        const size_t n = gen ? gen->cached[0].size() : 0;
+        Napi::Int32Array out = Napi::Int32Array::New(env, n);
+        if (n > 0) std::copy(gen->cached[0].begin(), gen->cached[0].end(), out.Data());
+        return out;
+    }
+    // KV state files are written and read by the native addon only (this build cannot catch the
+    // errors a file brings).
+    Napi::Value save_state(const Napi::CallbackInfo & info) {
+        return rejected(info.Env(), "saveState: KV state files need the native addon (bmoe native build)");
+    }
+    Napi::Value load_state(const Napi::CallbackInfo & info) {
+        return rejected(info.Env(), "loadState: KV state files need the native addon (bmoe native build)");
+    }
+    Napi::Value state_meta(const Napi::CallbackInfo & info) {
+        throw_js(info.Env(), "stateMeta: KV state files need the native addon (bmoe native build)");
         return info.Env().Undefined();
     }
     Napi::Value close(const Napi::CallbackInfo & info) {
@@ -279,6 +306,10 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
             throw_js(env, r.error);
             return env.Undefined();
         }
+        if (p.n_seq != 1) {
+            throw_js(env, "createContext: nSeq " + std::to_string(p.n_seq) + " needs the native addon (this build decodes one sequence)");
+            return env.Undefined();
+        }
         llama_context_params cp = llama_context_default_params();
         cp.n_ctx           = p.n_ctx;
         cp.n_batch         = p.n_batch;
@@ -299,7 +330,7 @@ class model_wrap : public Napi::ObjectWrap<model_wrap> {
         c->gen->ctx     = ctx;
         c->gen->vocab   = llama_model_get_vocab(state->model);
         c->gen->n_batch = (int32_t) cp.n_batch;
-        llama_set_abort_callback(ctx, [](void * data) { return static_cast<generator *>(data)->abort_flag.load(); }, c->gen.get());
+        c->gen->attach();
         return obj;
     }
 

@@ -50,12 +50,14 @@ function fromColumn(c: ColumnDef & { kind: Exclude<FieldKind, 'id'> }): Promethe
 export const RUN_METRIC = {
   generatedTokens: prometheusName(snakeCase('generatedTokens'), 'counter'),
   promptTokens: prometheusName(snakeCase('promptTokens'), 'counter'),
+  promptTokensCached: prometheusName(snakeCase('promptTokensCached'), 'counter'),
   promptMs: prometheusName(snakeCase('promptMs'), 'time'),
 } as const;
 
 const RUN_LEVEL: PrometheusMetric[] = [
   { name: RUN_METRIC.generatedTokens, type: 'counter', help: 'generated tokens', field: null, scale: 1 },
   { name: RUN_METRIC.promptTokens, type: 'counter', help: 'prompt tokens evaluated (the reused KV-cache prefix excluded)', field: null, scale: 1 },
+  { name: RUN_METRIC.promptTokensCached, type: 'counter', help: 'prompt tokens found in the KV cache and not evaluated again', field: null, scale: 1 },
   { name: RUN_METRIC.promptMs, type: 'counter', help: 'prompt processing time', field: null, scale: 1 },
 ];
 
@@ -67,7 +69,12 @@ export const LATENCY_BUCKETS_SECONDS: readonly number[] = [0.005, 0.01, 0.025, 0
 
 /** Measured by the server around generations, not by the engine per token. */
 const SERVER_LEVEL: PrometheusMetric[] = [
-  { name: 'bmoe_queue_depth', type: 'gauge', help: 'requests waiting for their turn (the running one excluded)', field: null, scale: 1 },
+  { name: 'bmoe_queue_depth', type: 'gauge', help: 'requests waiting for a slot (the running ones excluded)', field: null, scale: 1 },
+  { name: 'bmoe_slots', type: 'gauge', help: 'slots: conversations whose KV cache the server keeps (--parallel)', field: null, scale: 1 },
+  { name: 'bmoe_slots_busy', type: 'gauge', help: 'slots generating now', field: null, scale: 1 },
+  { name: 'bmoe_kv_dir_saves_total', type: 'counter', help: 'conversations saved to the KV directory when a slot was reused (--kv-dir)', field: null, scale: 1 },
+  { name: 'bmoe_kv_dir_restores_total', type: 'counter', help: 'conversations restored from the KV directory into a slot (--kv-dir)', field: null, scale: 1 },
+  { name: 'bmoe_kv_dir_bytes', type: 'gauge', help: 'bytes of the KV directory (--kv-dir)', field: null, scale: 1 },
   {
     name: 'bmoe_requests_total',
     type: 'counter',

@@ -18,6 +18,11 @@ export const runSummarySchema = z.strictObject({
   /** Single-token decodes the decode statistics cover: tokens − 1 (the first token came from the prompt). */
   decodes: z.number().int().nonnegative(),
   promptTokens: z.number().int().nonnegative(),
+  /**
+   * Prompt tokens already in the KV cache, not evaluated again (OpenAI's
+   * usage.prompt_tokens_details.cached_tokens). Absent in summaries written before it was added.
+   */
+  promptTokensCached: z.number().int().nonnegative().optional(),
   /** Prompt tokens evaluated (not reused from the KV cache) took this long. */
   promptMs: num,
   /** Σ wall_ms / 1000. */
@@ -106,6 +111,8 @@ export interface SummaryExtra {
   /** Default 0. */
   promptTokens?: number;
   /** Default 0. */
+  promptTokensCached?: number;
+  /** Default 0. */
   promptMs?: number;
   /** Default null (unknown). */
   cacheBudgetMiB?: number | null;
@@ -149,6 +156,7 @@ export function summarize(all: readonly TokenMetrics[], extra: SummaryExtra = {}
     tokens: all.length,
     decodes: n,
     promptTokens: extra.promptTokens ?? 0,
+    promptTokensCached: extra.promptTokensCached ?? 0,
     promptMs: extra.promptMs ?? 0,
     decodeSeconds,
     secondsPerToken: perToken(decodeSeconds),

@@ -78,6 +78,11 @@ export interface SessionOptions {
   ubatchSize?: number;
   /** A system message put first in every `chat()` turn. Default: none. */
   system?: string;
+  /**
+   * A state file `session.save()` wrote: the session resumes that conversation (its KV cache,
+   * history and system message). Native addon only. Default: none.
+   */
+  state?: string;
 }
 
 export interface GenerateOptions {

@@ -265,6 +265,11 @@ export const OPTION_TABLE = [
     value: { type: 'string' }, default: null, defaultText: 'none',
     help: 'a system message put first in every chat() turn',
   },
+  {
+    key: 'state', group: 'session', flag: null, native: null,
+    value: { type: 'string' }, default: null, defaultText: 'none',
+    help: "a state file session.save() wrote: the session resumes that conversation",
+  },
 ] as const satisfies readonly OptionRow[];
 
 type Row = (typeof OPTION_TABLE)[number];

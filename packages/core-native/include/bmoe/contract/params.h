@@ -53,6 +53,7 @@ inline constexpr int_field n_ctx{ "nCtx", 4096LL, 16LL, 1048576LL };
 inline constexpr int_field n_batch{ "nBatch", 512LL, 1LL, 65536LL };
 inline constexpr int_field n_ubatch{ "nUbatch", 512LL, 1LL, 65536LL };
 inline constexpr int_field threads{ "threads", 4LL, 1LL, 1024LL };
+inline constexpr int_field n_seq{ "nSeq", 1LL, 1LL, 64LL };
 }  // namespace context
 
 // NativeSamplingFields
@@ -76,6 +77,7 @@ inline constexpr number_field bias{ "bias", 0.0, -1000000.0, 1000000.0 };
 
 // NativeGenerateFields
 namespace generate {
+inline constexpr int_field seq{ "seq", 0LL, 0LL, 63LL };
 inline constexpr int_field max_tokens{ "maxTokens", 256LL, 0LL, 16777216LL };
 inline constexpr bool_field want_logits{ "logits", false };
 inline constexpr bool_field context_shift{ "contextShift", false };

@@ -1,6 +1,11 @@
 #pragma once
-// The decode loop, free of Node-API: prefix reuse of the KV cache, sampling, per-token metrics,
-// abort. One generator per llama_context; not thread-safe except `abort`.
+// The decode loop, free of Node-API: one llama_context holding n_seq sequences (slots), each with
+// its own cached tokens (prefix reuse of the KV cache), and the generations running on them
+// stepped together: one llama_decode per step carries the next token of every generating
+// sequence and prompt chunks of the ones joining (llama-server's continuous batching), so a
+// streamed step reads each routed expert once for all of them. Sampling, per-token metrics,
+// abort (per generation), context shift. One generator per llama_context; not thread-safe except
+// the atomics (`generation::abort`, `stop_decode`).
 #include "bmoe/runtime/sampler.h"
 #include "bmoe/stream/decode_observer.h"
 
@@ -16,6 +21,7 @@ namespace bmoe {
 
 struct generate_request {
     std::vector<llama_token> tokens;       // the whole conversation so far
+    int32_t                  seq        = (int32_t) contract::generate::seq.def;  // the sequence (slot)
     int32_t                  max_tokens = (int32_t) contract::generate::max_tokens.def;
     sampling_params          sampling;
     bool                     want_logits = contract::generate::want_logits.def;
@@ -44,39 +50,91 @@ struct generate_result {
     int32_t     n_generated     = 0;
 };
 
+// One request in progress on one sequence. Made by the caller, started and stepped by the
+// generator until `done`; then `error` ("" on success) or `result` says how it ended.
+struct generation {
+    generate_request                     req;
+    std::function<void(token_event &&)>  on_token;
+    std::atomic<bool>                    abort{false};  // the caller's: stops it within a token
+    bool                                 done = false;
+    std::string                          error;          // one line, when it failed
+    generate_result                      result;
+
+    // The generator's bookkeeping.
+    sampler_ptr              smpl;
+    std::vector<llama_token> pending;        // prompt tokens not evaluated yet
+    size_t                   pending_at = 0;
+    llama_token              next       = LLAMA_TOKEN_NULL;  // sampled, fed back at the next step
+    int32_t                  logits_at  = -1;  // its row in this step's batch, -1 = none
+    int32_t                  n_in_batch = 0;   // tokens it has in this step's batch
+    bool                     in_prompt  = true;
+    double                   t_prompt   = 0;
+    token_metrics            prompt_metrics;   // the decodes of its prompt, folded
+};
 
 struct generator {
     llama_context *          ctx      = nullptr;
     const llama_vocab *      vocab    = nullptr;
     int32_t                  n_batch  = 512;
+    int32_t                  n_seq    = 1;
     decode_observer *        observer = nullptr;
     // "" while the model file is as loaded, else why not (vm/file_guard). Called with full = true
     // before a request (stats the file) and full = false after every decode (only the SIGBUS mark:
     // the per-token path stays free of syscalls; a streamed model's streamer stats it per decode
     // anyway). Empty function: no check (the wasm build reads the file into memory).
     std::function<std::string(bool full)> file_check;
-    std::vector<llama_token> cached;                 // tokens whose KV entries are in ctx (seq 0)
-    std::atomic<bool>        abort_flag{false};  // cleared by the caller when a generation is requested
+    std::vector<std::vector<llama_token>> cached;  // per sequence: tokens whose KV entries are in ctx
+    // Raised by the observer (a decode it cannot finish) or by the owner (closing): the running
+    // llama_decode stops at its next graph node. Cleared at the start of every step.
+    std::atomic<bool>        stop_decode{false};
 
-    // Throws std::runtime_error with a one-line message on failure.
+    generator() = default;
+    ~generator();
+    generator(const generator &) = delete;
+    generator & operator=(const generator &) = delete;
+
+    // Sizes `cached` for n_seq sequences and installs the abort callback. Call once, after the
+    // fields above are set.
+    void attach();
+    // Starts g on its sequence: the request checked, the cached prefix kept, the sampler built.
+    // On failure g is done with its error; an abort already raised ends it with "abort".
+    void start(generation & g);
+    // One llama_decode over `active` (all started, not done, on distinct sequences): the next
+    // token of each generating one, then prompt chunks up to n_batch tokens. Generations that end
+    // are marked done; the caller removes them.
+    void step(const std::vector<generation *> & active);
+    // One generation alone, on this thread (the wasm addon, which has no threads).
+    // Throws std::runtime_error with its one-line error.
     generate_result run(const generate_request & req, const std::function<void(token_event &&)> & on_token);
-    void reset();
+    // Forgets a sequence's cached tokens and KV entries (-1: every sequence).
+    void reset(int32_t seq);
+    // Every per-sequence context holds this many tokens.
+    int32_t n_ctx_seq() const;
+
+    // The llama abort callback's question: stop the running decode?
+    bool should_abort() const;
 
   private:
     struct grammar_watch;
     // Runs f (sampler work) so that an abort or the step's time budget stops a grammar's long work
     // (patch 0004): false when aborted; past the budget, a one-line error.
-    template <class F> bool watched(grammar_watch & w, int32_t step_ms, F && f);
+    template <class F> bool watched(generation & g, F && f);
     void   check_request(const generate_request & req) const;
-    // Keeps the KV entries of the longest prefix `tokens` shares with `cached`; returns its length.
-    size_t keep_cached_prefix(const std::vector<llama_token> & tokens);
-    // False when aborted (the unevaluated part is dropped from the KV cache).
-    bool   eval_prompt(std::vector<llama_token> pending, token_metrics & metrics);
-    bool   decode(llama_token * toks, int32_t n);
-    void   throw_if_failed();
-    void   drop_uncached();
+    // Keeps the KV entries of the longest prefix `tokens` shares with the sequence's cache.
+    size_t keep_cached_prefix(int32_t seq, const std::vector<llama_token> & tokens);
+    void   drop_uncached(int32_t seq);
     // False when the memory cannot shift (the caller then stops with "context").
-    bool   shift_context();
+    bool   shift_context(int32_t seq);
+    // Before a step: whether g can put its next token in (false: it ended).
+    bool   admit(generation & g);
+    // After a successful decode: g's sampling, its token event, its end.
+    void   sample(generation & g, const token_metrics & step_metrics);
+    void   finish(generation & g, const char * reason);
+    void   fail(generation & g, const std::string & why);
+
+    llama_batch                     batch{};
+    int32_t                         batch_cap = 0;
+    std::vector<generation *>       in_batch;  // read by should_abort during the decode
 };
 
 }  // namespace bmoe

@@ -61,8 +61,8 @@ sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const samplin
 // Tokens already in the sequence (the prompt): they count for the repeat penalties.
 void sampler_accept_prompt(sampler * s, const std::vector<llama_token> & tokens);
 
-// Samples from the last position's logits and records the token (grammar state, penalties).
-// Throws std::runtime_error when the grammar admits no token.
-llama_token sampler_sample(sampler * s, llama_context * ctx);
+// Samples from the logits of the batch's row `idx` (-1: the last) and records the token (grammar
+// state, penalties). Throws std::runtime_error when the grammar admits no token.
+llama_token sampler_sample(sampler * s, llama_context * ctx, int32_t idx);
 
 }  // namespace bmoe

@@ -15,4 +15,17 @@ struct token_metrics {
 #undef BMOE_TOKEN_METRIC_MEMBER
 };
 
+// `m` measured after `into`, folded into one record (a prompt evaluated over several decodes):
+// counters and times add up; the state after the last decode (cache size, RSS, the decode mode)
+// is the later one's.
+inline void token_metrics_add(token_metrics & into, const token_metrics & m) {
+#define BMOE_TOKEN_METRIC_ADD(type, snake, camel) into.snake += m.snake;
+    BMOE_TOKEN_METRICS(BMOE_TOKEN_METRIC_ADD)
+#undef BMOE_TOKEN_METRIC_ADD
+    into.cache_resident_bytes = m.cache_resident_bytes;
+    into.rss_bytes            = m.rss_bytes;
+    into.overlapped           = m.overlapped;
+    into.ahead_on             = m.ahead_on;
+}
+
 }  // namespace bmoe
