@@ -1,7 +1,9 @@
 // The generation loop shared by `bmoe run` and `bmoe demo`: load, stream text (or JSON events)
-// to stdout, optional per-token CSV, end-of-run lines on stderr, Ctrl-C as a clean abort.
+// to stdout, optional per-token CSV, end-of-run lines on stderr, Ctrl-C as a clean abort; with a
+// prompt cache, the session's KV state loaded from a file before and saved to it after.
 import { loadModel, type GenerateOptions, type LoadOptions, type Model, type TokenEvent } from '@bmoe/engine';
 import { endOfRunLineOptions, formatEndOfRunLines, type RunSummary } from '@bmoe/engine/metrics';
+import { checkWritable, savedLine, stateExists } from './chat/session-file.js';
 import { EXIT_INTERRUPTED } from './context.js';
 import { CsvFile } from './csv-file.js';
 import { warnStream } from './format.js';
@@ -17,6 +19,11 @@ export interface GenerationSpec {
   csv?: string;
   /** One JSON event per line on stdout instead of plain text. */
   json: boolean;
+  /**
+   * --prompt-cache FILE: the session's state loaded from it when it exists (a file of another
+   * model or context size throws, naming it), and saved to it after a run that was not interrupted.
+   */
+  promptCache?: string;
   /** A line printed on stderr once the model is loaded (the demo's intro). */
   intro?: string;
   /** A closing sentence on stderr after the end-of-run lines (the demo's explanation). */
@@ -25,6 +32,9 @@ export interface GenerationSpec {
 
 /** Runs one generation; resolves to the exit code (0, or 130 after Ctrl-C). Throws on failure. */
 export async function runGeneration(spec: GenerationSpec): Promise<number> {
+  const cacheFile = spec.promptCache;
+  const cached = cacheFile !== undefined && (await stateExists(cacheFile));
+  if (cacheFile !== undefined && !cached) await checkWritable(cacheFile, 'prompt cache');
   const model = await loadModel(spec.model, spec.load);
   warnStream(model.info);
   let csv: CsvFile | null = null;
@@ -41,6 +51,10 @@ export async function runGeneration(spec: GenerationSpec): Promise<number> {
     csv = spec.csv ? await CsvFile.create(spec.csv) : null;
     if (spec.intro) process.stderr.write(`${spec.intro}\n`);
     const session = model.createSession();
+    if (cacheFile !== undefined) {
+      const loaded = cached ? (await session.load(cacheFile)).tokens : null;
+      process.stderr.write(`bmoe: prompt cache: ${loaded === null ? `${cacheFile} not there yet, saved after the run` : `loaded ${cacheFile} (${loaded} tokens)`}\n`);
+    }
     const input = spec.chat ? [{ role: 'user', content: spec.prompt }] : spec.prompt;
     const gen = session.generate(input, { ...spec.generate, signal: ac.signal });
     let lastText = '';
@@ -63,6 +77,11 @@ export async function runGeneration(spec: GenerationSpec): Promise<number> {
     const stream = model.info.options.stream;
     for (const line of formatEndOfRunLines(res.summary, endOfRunLineOptions(stream))) {
       process.stderr.write(`${line}\n`);
+    }
+    if (cacheFile !== undefined) {
+      // An interrupted run leaves the file as it was, as it leaves no CSV.
+      const saved = interrupted ? `${cacheFile} not saved (interrupted)` : savedLine(cacheFile, await session.save(cacheFile));
+      process.stderr.write(`bmoe: prompt cache: ${res.promptTokensReused} of ${res.promptTokens} prompt tokens reused; ${saved}\n`);
     }
     if (spec.outro) process.stderr.write(`${spec.outro(res.summary)}\n`);
     if (spec.json) {

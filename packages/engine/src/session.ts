@@ -56,7 +56,8 @@ export interface Session {
    */
   save(path: string): Promise<{ bytes: number; tokens: number }>;
   /**
-   * Replaces the session's KV cache and conversation with a state `save()` wrote (this model,
+   * Replaces the session's KV cache and conversation (history, and the system message unless the
+   * session was created with its own) with a state `save()` wrote (this model,
    * this context size; another's is refused naming what differs). On any failure ('E_STATE': a
    * damaged, cut or foreign file) nothing is half-loaded: the session keeps what it had, or is
    * left empty when llama.cpp refused the state midway. Resolves with the tokens restored; every
@@ -116,8 +117,12 @@ export class SessionImpl implements Session {
   private restoring: Promise<unknown> | null = null;
   /** Why the state given to createSession could not be loaded: the next generation rejects with it. */
   private restoreError: Error | null = null;
+  /** The system message chat() puts first: the session's, else a restored conversation's. */
+  private system: string | null;
 
-  constructor(private readonly deps: SessionDeps) {}
+  constructor(private readonly deps: SessionDeps) {
+    this.system = deps.options.system;
+  }
 
   private get ctx(): NativeContext {
     return this.deps.context.native;
@@ -140,7 +145,7 @@ export class SessionImpl implements Session {
       format: STATE_FORMAT,
       ...this.deps.identity,
       contextSize: this.deps.options.contextSize,
-      system: this.deps.options.system,
+      system: this.system,
       history: this.turns,
     };
     const tokens = this.ctx.cachedTokens(this.deps.seq).length;
@@ -161,7 +166,7 @@ export class SessionImpl implements Session {
       return Promise.reject(err);
     }
     const p = this.loadNative(path, meta).then((tokens) => {
-      this.turns = meta.history;
+      this.adopt(meta);
       return { tokens };
     });
     this.restoring = p.catch(() => undefined);
@@ -175,11 +180,18 @@ export class SessionImpl implements Session {
    */
   restoreAtCreation(path: string): void {
     const meta = this.readState(path);
-    this.turns = meta.history;
+    this.adopt(meta);
     this.restoring = this.loadNative(path, meta).catch((err: unknown) => {
       this.turns = [];
+      this.system = this.deps.options.system;
       this.restoreError = err instanceof Error ? err : new Error(String(err));
     });
+  }
+
+  /** A restored conversation: its history, and its system message unless the session was created with one. */
+  private adopt(meta: StateMeta): void {
+    this.turns = meta.history;
+    if (this.deps.options.system === null) this.system = typeof meta.system === 'string' ? meta.system : null;
   }
 
   /** The state file's header, checked against this model and session: E_STATE naming what differs. */
@@ -202,7 +214,10 @@ export class SessionImpl implements Session {
       // header changed since, and checks the checksum, before it touches the sequence.
       return await this.ctx.loadState(this.deps.seq, path, meta.text);
     } catch (err) {
-      if (!this.closed && this.ctx.cachedTokens(this.deps.seq).length === 0) this.turns = [];
+      if (!this.closed && this.ctx.cachedTokens(this.deps.seq).length === 0) {
+        this.turns = [];
+        this.system = this.deps.options.system;
+      }
       throw new BmoeError('E_STATE', messageOf(err), { cause: err });
     }
   }
@@ -231,7 +246,7 @@ export class SessionImpl implements Session {
     this.ensureUsable();
     const opts = resolveGenerateOptions(options);
     const added = chatInput(input);
-    const system: ChatMessage[] = this.deps.options.system !== null ? [{ role: 'system', content: this.deps.options.system }] : [];
+    const system: ChatMessage[] = this.system !== null ? [{ role: 'system', content: this.system }] : [];
     const req = checkRequest(this.deps.model, [...system, ...this.turns, ...added], opts);
     return this.start(req, opts, {
       dropTurns: opts.contextShift,
@@ -249,6 +264,7 @@ export class SessionImpl implements Session {
   reset(): void {
     this.ensureUsable();
     this.turns = [];
+    this.system = this.deps.options.system;
     this.ctx.reset(this.deps.seq);
   }
 

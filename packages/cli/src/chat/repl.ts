@@ -1,15 +1,18 @@
 // `bmoe chat`: one model, one session for the whole conversation (each turn resends the history
 // and the engine reuses the KV prefix it already holds), replies streamed as they come. Ctrl-C
-// stops the running reply; at the prompt a second Ctrl-C, Ctrl-D or /exit leaves.
+// stops the running reply; at the prompt a second Ctrl-C, Ctrl-D or /exit leaves. With --session
+// FILE the conversation resumes from FILE when it is there and is saved to it on leaving; /save
+// writes it at any time.
 import { basename } from 'node:path';
 import pc from 'picocolors';
 import { BmoeError, loadModel, type GenerateOptions, type GenerationResult, type LoadOptions, type Model, type Session } from '@bmoe/engine';
 import { endOfRunLineOptions, formatEndOfRunLines } from '@bmoe/engine/metrics';
-import { EXIT_INTERRUPTED } from '../context.js';
+import { EXIT_FAILURE, EXIT_INTERRUPTED } from '../context.js';
 import { formatBytes, warnStream } from '../format.js';
 import { reportError } from '../report-error.js';
 import { PipedInput, TtyInput, type ChatInput } from './input.js';
 import { streamReply, type ReplyView } from './reply.js';
+import { checkWritable, savedLine, stateExists } from './session-file.js';
 import { StatusLine } from './status.js';
 
 export interface ChatSpec {
@@ -17,8 +20,10 @@ export interface ChatSpec {
   load: LoadOptions;
   /** Per reply: -n, sampling, --chatml, --no-think. */
   generate: Omit<GenerateOptions, 'signal'>;
-  /** A system message before the conversation. Default: none. */
+  /** A system message before the conversation. Default: none (on resuming, the saved one). */
   system?: string;
+  /** --session FILE: resume the conversation saved there (when it exists), save it there on leaving. */
+  session?: string;
 }
 
 export interface ChatIo {
@@ -31,18 +36,40 @@ const PROMPT = '>>> ';
 
 const HELP = [
   'type a message and Enter to send it; Ctrl-C stops a reply',
-  '/reset   forget the conversation',
-  '/stats   the numbers of the last reply (the end-of-run lines of bmoe run)',
-  '/exit    leave (also Ctrl-D, or Ctrl-C twice at the prompt)',
+  '/reset        forget the conversation',
+  '/stats        the numbers of the last reply (the end-of-run lines of bmoe run)',
+  '/save [PATH]  save the conversation and its KV cache to PATH (default: the --session file)',
+  '/exit         leave (also Ctrl-D, or Ctrl-C twice at the prompt); with --session, saves first',
 ];
 
-/** Runs the chat until the user leaves; resolves to the exit code. Throws when the model does not load. */
+const SAVE_USAGE = 'usage: /save PATH (or start the chat with --session FILE)';
+
+/** What a session file gave back: the conversation resumed. */
+interface Resumed {
+  messages: number;
+  tokens: number;
+}
+
+/**
+ * Runs the chat until the user leaves; resolves to the exit code. Throws when the model does not
+ * load, or when the --session file is there but cannot be resumed (another model or context
+ * size, damaged, not a session file): that file is left as it is.
+ */
 export async function runChat(spec: ChatSpec, io: ChatIo = process): Promise<number> {
+  const file = spec.session;
+  const resume = file !== undefined && (await stateExists(file)) ? file : null;
+  if (file !== undefined && resume === null) await checkWritable(file, 'session');
   const model = await loadModel(spec.model, spec.load);
   warnStream(model.info);
   try {
+    // The session's system message: --system, else (resuming) the one the file was saved with
+    // (session.load() restores it when the session has none of its own).
     const session = model.createSession(spec.system === undefined ? {} : { system: spec.system });
-    return await new Chat(spec, io, model, session).run();
+    let resumed: Resumed | null = null;
+    // load() rather than createSession({ state }): a damaged file is refused here, before the
+    // first message, not by the first reply; and the tokens it restored are known for the line.
+    if (resume !== null) resumed = { tokens: (await session.load(resume)).tokens, messages: session.history.length };
+    return await new Chat(spec, io, model, session, resumed).run();
   } finally {
     await model.close().catch(() => undefined);
   }
@@ -60,6 +87,7 @@ class Chat {
     private readonly io: ChatIo,
     private readonly model: Model,
     private readonly session: Session,
+    private readonly resumed: Resumed | null,
   ) {
     this.interactive = Boolean(io.stdin.isTTY);
     const tty = Boolean(io.stdout.isTTY);
@@ -84,7 +112,9 @@ class Chat {
     process.on('SIGINT', onSigint);
     this.io.stdout.on('resize', onResize);
     try {
-      return await this.loop(input);
+      const code = await this.loop(input);
+      // Leaving cleanly (not after a failure, not by process.exit on Ctrl-C while piped): --session saves.
+      return code === 0 && this.spec.session !== undefined ? await this.saveOnExit(this.spec.session) : code;
     } finally {
       process.off('SIGINT', onSigint);
       this.io.stdout.off('resize', onResize);
@@ -107,7 +137,7 @@ class Chat {
       const line = ev.text.trim();
       if (line === '') continue;
       if (line.startsWith('/')) {
-        if (this.command(line) === 'exit') return 0;
+        if ((await this.command(line)) === 'exit') return 0;
         continue;
       }
       const code = await this.reply(line, input);
@@ -145,8 +175,9 @@ class Chat {
     }
   }
 
-  private command(line: string): 'exit' | null {
-    const [name] = line.split(/\s+/);
+  private async command(line: string): Promise<'exit' | null> {
+    const [name = ''] = line.split(/\s+/);
+    const arg = line.slice(name.length).trim();
     switch (name) {
       case '/exit':
       case '/quit':
@@ -160,6 +191,19 @@ class Chat {
       case '/stats':
         for (const l of this.stats()) this.io.stdout.write(`${l}\n`);
         return null;
+      case '/save': {
+        const path = arg || this.spec.session;
+        if (path === undefined) this.say(SAVE_USAGE);
+        else if (this.session.cachedTokens.length === 0) this.say('nothing to save yet (the conversation is empty)');
+        else {
+          try {
+            this.say(savedLine(path, await this.session.save(path)));
+          } catch (err) {
+            reportError(err);
+          }
+        }
+        return null;
+      }
       case '/help':
       case '/?':
         for (const l of HELP) this.io.stdout.write(`${l}\n`);
@@ -182,6 +226,22 @@ class Chat {
     ];
   }
 
+  /** --session FILE on leaving: the conversation saved, one line on stderr; exit 1 when it cannot be written. */
+  private async saveOnExit(file: string): Promise<number> {
+    if (this.session.cachedTokens.length === 0) {
+      const left = (await stateExists(file)) ? 'left as it was' : 'not written';
+      this.io.stderr.write(`bmoe chat: nothing to save (the conversation is empty): ${file} ${left}\n`);
+      return 0;
+    }
+    try {
+      this.io.stderr.write(`bmoe chat: ${savedLine(file, await this.session.save(file))}\n`);
+      return 0;
+    } catch (err) {
+      reportError(err);
+      return EXIT_FAILURE;
+    }
+  }
+
   private say(text: string): void {
     this.io.stdout.write(`${this.colors.dim(text)}\n`);
   }
@@ -193,5 +253,11 @@ class Chat {
       `bmoe chat: ${basename(this.spec.model)} (${info.architecture}, ${formatBytes(info.fileBytes)}, ${how}), loaded in ${(info.load.ms / 1000).toFixed(2)} s` +
         (this.interactive ? '; /help for commands, Ctrl-D to leave\n' : '\n'),
     );
+    const r = this.resumed;
+    if (r) {
+      this.io.stderr.write(
+        `bmoe chat: resumed ${this.spec.session}: ${r.messages} message${r.messages === 1 ? '' : 's'}, ${r.tokens} token${r.tokens === 1 ? '' : 's'} cached\n`,
+      );
+    }
   }
 }

@@ -6,6 +6,7 @@ import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, 
 
 interface ChatFlags extends ModelFlags {
   system?: string;
+  session?: string;
 }
 
 /** The `bmoe chat` command: its flags in help order, the engine's from the option table. */
@@ -15,7 +16,14 @@ export function chatCommand(program: Command): Command {
   addContextOptions(chat);
   addGenerateOptions(chat, ['chatml'])
     .addOption(tableOption('think', { help: "turn the template's reasoning off (Qwen3 thinking; gpt-oss answers on its final channel) and hide any thinking" }))
-    .addOption(cliOption('--system <text>', 'a system message put before the conversation', 'none'));
+    .addOption(cliOption('--system <text>', 'a system message put before the conversation (resuming a --session: the saved one unless given)', 'none'))
+    .addOption(
+      cliOption(
+        '--session <file>',
+        'resume the conversation saved in this file when it exists (its KV cache too: what it holds is not evaluated again), and save it there on leaving (Ctrl-D, /exit)',
+        'none',
+      ),
+    );
   addGenerateOptions(chat, SAMPLING_KEYS);
   return addStreamingOptions(chat);
 }
@@ -26,6 +34,6 @@ export function registerChat(program: Command, ctx: CliContext): void {
     const { path, load, generate } = await prepareGeneration(this, model, flags);
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
     const { runChat } = await import('../chat/repl.js');
-    ctx.exitCode = await runChat({ model: path, load, generate, system: flags.system });
+    ctx.exitCode = await runChat({ model: path, load, generate, system: flags.system, session: flags.session });
   });
 }

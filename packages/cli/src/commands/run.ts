@@ -12,6 +12,7 @@ interface RunFlags extends ModelFlags, ConstraintFlags {
   think: boolean;
   csv?: string;
   json?: boolean;
+  promptCache?: string;
 }
 
 /** The `bmoe run` command: its flags in help (and README) order, the engine's from the option table. */
@@ -22,6 +23,13 @@ export function runCommand(program: Command): Command {
   addContextOptions(run).addOption(cliOption('--chat', "format the prompt as one user message with the GGUF's chat template", 'raw prompt'));
   addGenerateOptions(run, ['chatml', 'think', ...SAMPLING_KEYS]);
   addConstraintOptions(run)
+    .addOption(
+      cliOption(
+        '--prompt-cache <file>',
+        "as llama-completion --prompt-cache: load the KV state saved in this file when it exists (the prompt's prefix it holds is not evaluated again) and save the prompt's and the generated tokens' state to it after the run; a file of another model or context size is an error naming it (llama-completion warns and ignores it)",
+        'none',
+      ),
+    )
     .addOption(cliOption('--csv <file>', 'write one row of per-token metrics per token to this CSV file'))
     .addOption(cliOption('--json', 'print one JSON event per line instead of plain text'));
   return addStreamingOptions(run);
@@ -42,6 +50,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
       generate: { ...generate, ...constraintOptions(flags) },
       csv: flags.csv,
       json: Boolean(flags.json),
+      promptCache: flags.promptCache,
     });
   });
 }

@@ -76,8 +76,9 @@ function endBySignal(signal: NodeJS.Signals, why: string): void {
   setTimeout(() => process.kill(process.pid, 'SIGKILL'), 1000);
 }
 
-export function registerServe(program: Command, ctx: CliContext): void {
-  const serve = modelCommand(program, 'serve', 'serve a GGUF model over an OpenAI-compatible HTTP API (streamed tokens, live metrics, /metrics)')
+/** `bmoe serve` and its own flags (the model and streaming flags are added beside them). */
+function serveCommand(program: Command): Command {
+  return modelCommand(program, 'serve', 'serve a GGUF model over an OpenAI-compatible HTTP API (streamed tokens, live metrics, /metrics)')
     .option('--host <addr>', 'address to bind (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)')
     .option('--allowed-hosts <names>', 'Host names to answer besides localhost, 127.0.0.1, [::1] and --host (comma-separated; .example.lan = a domain and its subdomains); others get 403', hostList)
     .option('--port <N>', 'TCP port; 0 = any free port (default 8080)', intRange(0, 65535))
@@ -90,6 +91,10 @@ export function registerServe(program: Command, ctx: CliContext): void {
     .option('--alias <names>', 'more names /v1/models lists for the model (comma-separated, repeatable), as llama-server --alias', addList)
     .option('--cors <origins>', "web origins whose pages may call the server (https://app.example, http://localhost:5173; comma-separated, repeatable; '*' = any): CORS headers and preflight for those only (default: none)", addOrigins)
     .addHelpText('after', SHUTDOWN_HELP);
+}
+
+export function registerServe(program: Command, ctx: CliContext): void {
+  const serve = serveCommand(program);
   addContextOptions(serve);
   addStreamingOptions(serve).action(async function (this: Command, model: string, flags: ServeFlags) {
     const given = loadOptions(this, flags);
