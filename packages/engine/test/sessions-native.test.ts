@@ -106,6 +106,33 @@ describe.runIf(nativeAvailable)('sessions decoded together (native)', () => {
     }
   }
 
+  it('streamed with no cache (serial), sessions decoded together read each routed expert once per step for all of them', async () => {
+    const model = await loadModel(paths[0]!, { threads: 2, contextSize: 512, stream: { moeStream: true, cacheMb: 0, overlap: false, routeAhead: false } });
+    try {
+      const opts: GenerateOptions = { maxTokens: 24 };
+      const misses = (): number => model.streamInfo()!.totalMisses;
+      const solo = model.createSession();
+      let m0 = misses();
+      for (const p of PROMPTS.slice(0, 2)) {
+        solo.reset();
+        await solo.generate(p, opts).result;
+      }
+      const alone = misses() - m0;
+      await solo.close();
+      const [a, b] = model.createSessions(2);
+      m0 = misses();
+      await Promise.all([a!.generate(PROMPTS[0]!, opts).result, b!.generate(PROMPTS[1]!, opts).result]);
+      const together = misses() - m0;
+      // Every expert a step routes to is read once, whichever sessions route to it: the union.
+      // (Serial reads, no route-ahead: its guesses are read ahead, not counted as misses, and it
+      // works on one-token steps only.)
+      expect(together).toBeLessThan(alone);
+      await Promise.all([a!.close(), b!.close()]);
+    } finally {
+      await model.close();
+    }
+  });
+
   it('an aborted session leaves at once; the others finish as they would alone, and reuse their prefix next turn', async () => {
     const model = await loadModel(paths[0]!, { threads: 2, contextSize: 512 });
     try {
