@@ -2,6 +2,7 @@
 // step) and session state on disk (save / load / createSession({ state })), through the native
 // addon on generated fixtures. Contracts checked over two architectures, two model seeds and
 // several sampling seeds at temperature 1: nothing rests on one fixture's greedy output.
+import { execFileSync } from 'node:child_process';
 import { readFile, writeFile, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -206,7 +207,7 @@ describe.runIf(nativeAvailable)('session state on disk (native)', () => {
     }
   });
 
-  it('refuses a state of another model, another context size, a damaged or cut file, naming the file; nothing is half-loaded', async () => {
+  it('refuses a state of another model, another context size, a damaged, cut, endless or oversized file, naming the file; nothing is half-loaded', async () => {
     const s = model.createSession();
     await s.generate('The quick brown fox', { maxTokens: 4 }).result;
     const file = join(dir, 'base.kv');
@@ -231,13 +232,28 @@ describe.runIf(nativeAvailable)('session state on disk (native)', () => {
     await writeFile(join(dir, 'damaged.kv'), damaged);
     await writeFile(join(dir, 'cut.kv'), bytes.subarray(0, bytes.length - 100));
     await writeFile(join(dir, 'junk.kv'), 'not a state');
+    execFileSync('mkfifo', [join(dir, 'fifo.kv')]); // opening it to read would wait forever
+    // A valid header whose state claims far more bytes than any sequence of its tokens can hold.
+    const metaLen = bytes.readUInt32LE(8);
+    const nTok = bytes.readUInt32LE(12 + metaLen);
+    const claim = Buffer.from(bytes.subarray(0, 16 + metaLen + 4 * nTok + 8));
+    claim.writeBigUInt64LE(1n << 50n, 16 + metaLen + 4 * nTok);
+    await writeFile(join(dir, 'claims.kv'), claim);
 
     // A session holding a conversation keeps it when a load fails.
     const keep = model.createSession();
     await keep.chat('Hello there', { maxTokens: 4 }).result;
     const held = keep.cachedTokens;
-    for (const [name, why] of [['damaged.kv', 'damaged'], ['cut.kv', 'cut short'], ['junk.kv', 'not a bmoe KV state'], ['missing.kv', 'No such file']] as const) {
-      const p = join(dir, name);
+    for (const [name, why] of [
+      ['damaged.kv', 'damaged'],
+      ['cut.kv', 'cut short'],
+      ['junk.kv', 'not a bmoe KV state'],
+      ['missing.kv', 'No such file'],
+      ['fifo.kv', 'not a regular file'],
+      ['/dev/zero', 'not a regular file'],
+      ['claims.kv', 'claims'],
+    ] as const) {
+      const p = name.startsWith('/') ? name : join(dir, name);
       const err = await keep.load(p).then(() => null, (x: unknown) => x as BmoeError);
       expect(err, name).toBeInstanceOf(BmoeError);
       expect(err!.code).toBe('E_STATE');

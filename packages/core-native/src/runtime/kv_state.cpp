@@ -1,10 +1,12 @@
 #include "bmoe/runtime/kv_state.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace bmoe {
@@ -79,17 +81,20 @@ struct reader {
     }
 };
 
-std::vector<uint8_t> read_all(const std::string & path, size_t limit) {
+// At most `limit` bytes of a regular file (a FIFO, a device or a directory is refused before it
+// is opened: reading one could block forever or never end).
+std::vector<uint8_t> read_all(const std::string & path, uint64_t limit) {
+    struct stat st{};
+    if (stat(path.c_str(), &st) != 0) throw std::runtime_error(sys_error(path, "cannot open the KV state"));
+    if (!S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a KV state file (not a regular file)");
     file_ptr f(std::fopen(path.c_str(), "rb"));
     if (!f) throw std::runtime_error(sys_error(path, "cannot open the KV state"));
-    std::vector<uint8_t> buf;
-    uint8_t chunk[1 << 16];
-    size_t  n;
-    while ((n = std::fread(chunk, 1, std::min(sizeof(chunk), limit - buf.size()), f.get())) > 0) {
-        buf.insert(buf.end(), chunk, chunk + n);
-        if (buf.size() >= limit) break;
+    const uint64_t want = std::min<uint64_t>(limit, (uint64_t) st.st_size);
+    std::vector<uint8_t> buf((size_t) want);
+    if (want > 0 && std::fread(buf.data(), 1, buf.size(), f.get()) != buf.size()) {
+        throw std::runtime_error(std::ferror(f.get()) ? sys_error(path, "cannot read the KV state")
+                                                     : path + ": not a complete KV state file (it shrank while read)");
     }
-    if (std::ferror(f.get())) throw std::runtime_error(sys_error(path, "cannot read the KV state"));
     return buf;
 }
 
@@ -146,8 +151,18 @@ std::string kv_state_meta(const std::string & path) {
     return read_meta(r);
 }
 
+// The largest state a sequence of n tokens can have: each layer's K and V rows, at most 4 × the
+// embedding of f32 each (llama.cpp's caches are f16 by default), plus its fixed parts. A file
+// that claims more is refused before it is read, so no file can make a restore allocate
+// without bound.
+static uint64_t state_bound(const llama_context * ctx, uint64_t n_tokens) {
+    const llama_model * m = llama_get_model(ctx);
+    return n_tokens * (uint64_t) llama_model_n_layer(m) * 4 * (uint64_t) llama_model_n_embd(m) * 4 + (16u << 20);
+}
+
 std::vector<llama_token> kv_state_load(llama_context * ctx, int32_t seq, const std::string & meta, const std::string & path) {
-    const std::vector<uint8_t> buf = read_all(path, SIZE_MAX);
+    const uint64_t head_max = sizeof(k_magic) + 4 + k_meta_max + 4 + (uint64_t) llama_n_ctx_seq(ctx) * sizeof(llama_token) + 8;
+    const std::vector<uint8_t> buf = read_all(path, head_max + state_bound(ctx, llama_n_ctx_seq(ctx)) + 8);
     reader r{ buf, path };
     if (read_meta(r) != meta) {
         throw std::runtime_error(path + ": the KV state was saved for another model or other context parameters");
@@ -160,6 +175,10 @@ std::vector<llama_token> kv_state_load(llama_context * ctx, int32_t seq, const s
     std::vector<llama_token> tokens(n_tok);
     std::memcpy(tokens.data(), r.take((size_t) n_tok * sizeof(llama_token), "tokens"), (size_t) n_tok * sizeof(llama_token));
     const uint64_t n_st = r.value<uint64_t>("state");
+    if (n_st > state_bound(ctx, n_tok)) {
+        throw std::runtime_error(path + ": not a KV state file of this model (its state claims " + std::to_string(n_st) + " bytes for " +
+                                 std::to_string(n_tok) + " tokens)");
+    }
     if (n_st > buf.size()) throw std::runtime_error(path + ": not a complete KV state file (cut short in its state)");
     const uint8_t * st = r.take((size_t) n_st, "state");
     checksum sum;
