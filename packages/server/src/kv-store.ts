@@ -18,6 +18,7 @@ export interface KvEntry {
 }
 
 const INDEX = 'index.json';
+const INDEX_MAX_BYTES = 256 * 1024 * 1024;
 const FILE_NAME = /^conv-[0-9a-f]{24}\.kv$/;
 
 export class KvStore {
@@ -40,6 +41,9 @@ export class KvStore {
     const store = new KvStore(dir, budgetBytes, log);
     let listed: KvEntry[] = [];
     try {
+      // A regular file of bounded size only: a FIFO or a device there would hold the load forever.
+      const st = await stat(join(dir, INDEX));
+      if (!st.isFile() || st.size > INDEX_MAX_BYTES) throw new Error(`not a regular file of at most ${INDEX_MAX_BYTES} bytes`);
       const parsed: unknown = JSON.parse(await readFile(join(dir, INDEX), 'utf8'));
       if (Array.isArray(parsed)) listed = parsed.filter(isEntry);
     } catch (err) {

@@ -38,6 +38,12 @@ export interface ServerOptions {
   kvDir?: string;
   /** The KV directory's budget in MiB; least recently used files go beyond it. Default 4096. */
   kvDirMb?: number;
+  /**
+   * Called with one line when the server works around a problem it does not fail a request for
+   * (a KV directory that cannot be written, an unusable saved conversation). Default: the fastify
+   * logger's warn (silent without a logger).
+   */
+  onWarning?: (line: string) => void;
   /** Largest accepted request body; larger ones get 413. Default 1 MiB (1048576). */
   bodyLimitBytes?: number;
   /** Messages one chat request may hold (400 beyond). Default: context size / 4 (1024 at 4096), as no more can fit. */
@@ -74,6 +80,7 @@ export interface ResolvedServerOptions {
   parallel: number;
   kvDir: string | null;
   kvDirMb: number;
+  onWarning: ((line: string) => void) | null;
   bodyLimitBytes: number;
   /** null = derived from the context size. */
   maxMessages: number | null;
@@ -131,6 +138,7 @@ const schema = z.object({
   aliases: z.array(z.string('must be non-empty names').min(1, 'must be non-empty names'), 'must be an array of names').optional(),
   cors: z.array(z.string(ORIGIN).refine((s) => normalizeOrigin(s) !== null, ORIGIN), 'must be an array of origins').optional(),
   logger: z.unknown().optional(),
+  onWarning: z.custom<(line: string) => void>((v) => typeof v === 'function', { error: 'must be a function' }).optional(),
   shutdownGraceMs: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).optional(),
 });
 
@@ -155,6 +163,7 @@ export function resolveServerOptions(input: ServerOptions): ResolvedServerOption
     parallel: o.parallel ?? 1,
     kvDir: o.kvDir ?? null,
     kvDirMb: o.kvDirMb ?? DEFAULT_KV_DIR_MB,
+    onWarning: typeof input.onWarning === 'function' ? input.onWarning : null,
     bodyLimitBytes: o.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     maxMessages: o.maxMessages ?? null,
     maxPromptChars: o.maxPromptChars ?? null,

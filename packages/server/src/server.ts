@@ -210,6 +210,11 @@ class ServerImpl implements BmoeServer, ServerCore {
     return Math.min(600, Math.max(1, Math.ceil(this.turnSeconds)));
   }
 
+  private warn(line: string): void {
+    this.app.log.warn(line);
+    this.opts.onWarning?.(line);
+  }
+
   slotsChanged(): void {
     this.metrics.slots(this.opts.parallel, this.pool?.busyCount ?? 0, this.pool?.store ?? null);
   }
@@ -230,7 +235,7 @@ class ServerImpl implements BmoeServer, ServerCore {
           await model.close();
           throw new BmoeError('E_CLOSED', 'the server was closed while the model was loading');
         }
-        const store = this.opts.kvDir === null ? null : await KvStore.open(this.opts.kvDir, this.opts.kvDirMb * 1024 * 1024, (line) => this.app.log.warn(line));
+        const store = this.opts.kvDir === null ? null : await KvStore.open(this.opts.kvDir, this.opts.kvDirMb * 1024 * 1024, (line) => this.warn(line));
         this.pool = new SlotPool(model.createSessions(this.opts.parallel), store);
         this.loaded = model;
         this.slotsChanged();

@@ -115,6 +115,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
       parallel: parallel.parallel,
       kvDir: flags.kvDir,
       kvDirMb: flags.kvDirMb,
+      onWarning: (line) => process.stderr.write(`bmoe serve: ${line}\n`),
       modelId: flags.modelId,
       aliases: flags.alias,
       cors: flags.cors,
