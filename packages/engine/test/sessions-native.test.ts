@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
-import { BmoeError, loadModel, nativeBuild, type GenerateOptions, type Model, type Session } from '../src/index.js';
+import { BmoeError, inspectModel, loadModel, nativeBuild, type GenerateOptions, type Model, type Session } from '../src/index.js';
 
 const nativeAvailable = await requireNative('the native addon', () => nativeBuild());
 
@@ -69,35 +69,38 @@ describe.runIf(nativeAvailable)('sessions decoded together (native)', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
+  const MODES = {
+    resident: {},
+    'streamed, cache 0': { stream: { moeStream: true, cacheMb: 0 } },
+    // Sized per fixture below: one token's working set, less than all the experts.
+    'streamed, partial cache': { stream: { moeStream: true, cacheMb: 'partial' } },
+  } as const;
   for (const [fi, f] of FIXTURES.entries()) {
-    for (const mode of ['resident', 'streamed'] as const) {
-      it(`${f.preset}, ${mode}: each of 3 sessions running at once gets the tokens it gets alone, one running alone in the group its bits too (3 sampling seeds, temperature 1)`, async () => {
-        const model = await loadModel(paths[fi]!, { threads: 2, contextSize: 512, ...(mode === 'streamed' ? { stream: { moeStream: true, cacheMb: 0 } } : {}) });
+    for (const [mode, load] of Object.entries(MODES)) {
+      it(`${f.preset}, ${mode}: each of 4 sessions running at once gets the tokens it gets alone, one running alone in the group its bits too (3 sampling seeds, temperature 1)`, async () => {
+        const shape = await inspectModel(paths[fi]!);
+        const options = 'stream' in load && load.stream.cacheMb === 'partial' ? { stream: { moeStream: true, cacheMb: Math.ceil(shape.workingSetBytes / 2 ** 20) + 1 } } : load;
+        const model = await loadModel(paths[fi]!, { threads: 2, contextSize: 512, ...(options as object) });
         try {
+          if (mode === 'streamed, partial cache') expect(model.info.stream!.budgetBytes).toBeLessThan(model.info.expertBytes);
           for (const seed of [1, 2, 3]) {
             const opts: GenerateOptions = { maxTokens: 12, temperature: 1, seed };
             const solo = model.createSession();
             const alone: Run[] = [];
-            for (const p of PROMPTS.slice(0, 3)) {
+            for (const p of PROMPTS) {
               solo.reset();
               alone.push(await run(solo, p, opts));
             }
             await solo.close();
-            const group = model.createSessions(3);
-            // Started together; the third joins one step later, while the others generate.
+            const group = model.createSessions(4);
+            // Two start together; two join a few steps later, while the others generate.
             const first = [run(group[0]!, PROMPTS[0]!, opts), run(group[1]!, PROMPTS[1]!, opts)];
             await new Promise((r) => setTimeout(r, 5));
-            const together = await Promise.all([...first, run(group[2]!, PROMPTS[2]!, opts)]);
+            const together = await Promise.all([...first, run(group[2]!, PROMPTS[2]!, opts), run(group[3]!, PROMPTS[3]!, opts)]);
             together.forEach((t, i) => sameTokens(t, alone[i]!, `seed ${seed}, session ${i}`));
             // One session of a group, the others idle: the same batches as alone, the same bits.
-            sameBits(await run(group[1]!, PROMPTS[3]!, opts), await (async () => {
-              const s = model.createSession();
-              try {
-                return await run(s, PROMPTS[3]!, opts);
-              } finally {
-                await s.close();
-              }
-            })(), `seed ${seed}, one session of three`);
+            group[1]!.reset();
+            sameBits(await run(group[1]!, PROMPTS[3]!, opts), alone[3]!, `seed ${seed}, one session of four`);
             await Promise.all(group.map((s) => s.close()));
           }
         } finally {
@@ -134,27 +137,33 @@ describe.runIf(nativeAvailable)('sessions decoded together (native)', () => {
     }
   });
 
-  it('an aborted session leaves at once; the others finish as they would alone, and reuse their prefix next turn', async () => {
+  it('aborting one of four sessions leaves the others their tokens; they reuse their prefix next turn', async () => {
     const model = await loadModel(paths[0]!, { threads: 2, contextSize: 512 });
     try {
       const opts: GenerateOptions = { maxTokens: 16, temperature: 1, seed: 5 };
       const solo = model.createSession();
-      const alone = await run(solo, PROMPTS[1]!, opts);
+      const alone: Run[] = [];
+      for (const p of PROMPTS.slice(1)) {
+        solo.reset();
+        alone.push(await run(solo, p, opts));
+      }
       await solo.close();
-      const [a, b] = model.createSessions(2);
+      const group = model.createSessions(4);
       const ac = new AbortController();
-      const genA = a!.generate(PROMPTS[0]!, { maxTokens: 200, signal: ac.signal });
-      const runB = run(b!, PROMPTS[1]!, opts);
+      const genA = group[0]!.generate(PROMPTS[0]!, { maxTokens: 200, signal: ac.signal });
+      const others = PROMPTS.slice(1).map((p, i) => run(group[i + 1]!, p, opts));
       let seen = 0;
-      for await (const _ of genA) if (++seen === 2) ac.abort();
+      for await (const _ of genA) if (++seen === 3) ac.abort();
       expect((await genA.result).stopReason).toBe('abort');
-      sameTokens(await runB, alone, 'the session beside the aborted one');
-      // The conversation goes on: its prompt starts with what the session holds.
-      const cached = b!.cachedTokens.length;
-      expect(cached).toBeGreaterThan(0);
-      const next = await b!.generate(PROMPTS[1]! + (await b!.generate(PROMPTS[1]!, opts).result).text + ' and', { maxTokens: 2 }).result;
+      (await Promise.all(others)).forEach((r, i) => sameTokens(r, alone[i]!, `session ${i + 1} beside the aborted one`));
+      // A conversation goes on: its next prompt starts with what the session holds.
+      const b = group[1]!;
+      expect(b.cachedTokens.length).toBeGreaterThan(0);
+      const text = (await b.generate(PROMPTS[1]!, opts).result).text;
+      const next = await b.generate(PROMPTS[1]! + text + ' and', { maxTokens: 2 }).result;
       expect(next.promptTokensReused).toBeGreaterThan(0);
       expect(() => model.createSessions(0)).toThrow(BmoeError);
+      await Promise.all(group.map((s) => s.close()));
     } finally {
       await model.close();
     }

@@ -39,6 +39,16 @@ describe.runIf(native)('slots keep conversations (parallel 2)', () => {
         expect(r.cached, `turn ${t}, conversation with ${before} messages`).toBeGreaterThan(r.prompt * 0.6);
       }
     }
+    // The returning conversation's answer is the one a cold server gives to the same messages.
+    const last = a.slice(0, -1);
+    const cold = await startServer({ parallel: 1 });
+    try {
+      const coldAnswer = await cold.client.chat.completions.create({ model, messages: last, max_tokens: 6, temperature: 0 });
+      expect(coldAnswer.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
+      expect(coldAnswer.choices[0]?.message.content).toBe((a.at(-1) as { content: string }).content);
+    } finally {
+      await cold.server.close();
+    }
     const m = await scrape(s.url);
     expect(m.get('bmoe_prompt_tokens_cached_total')).toBeGreaterThan(0);
     expect(m.get('bmoe_slots')).toBe(2);
@@ -132,6 +142,9 @@ describe.runIf(native)('kvDir: conversations saved when a slot is reused, restor
       expect(m.get('bmoe_kv_dir_saves_total')).toBeGreaterThanOrEqual(2);
       expect(m.get('bmoe_kv_dir_restores_total')).toBeGreaterThanOrEqual(2);
       expect((await readdir(kvDir)).filter((f) => f.endsWith('.kv')).length).toBeGreaterThanOrEqual(2);
+      const status = (await (await fetch(`${started.url}/v1/bmoe/status`)).json()) as { kvDir: { bytes: number; budgetBytes: number; files: number } };
+      expect(status.kvDir.files).toBeGreaterThanOrEqual(2);
+      expect(status.kvDir.bytes).toBeLessThanOrEqual(status.kvDir.budgetBytes);
     } finally {
       await started.server.close();
     }
