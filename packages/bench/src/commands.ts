@@ -9,6 +9,7 @@ import { DEFAULT_BENCH_MODEL } from './configs.js';
 import { DEFAULT_PROMPT, engineFlag, int, invokedCommand, num, SHORT_PROMPT, threadsFlag } from './flags.js';
 import { registerMatrix } from './matrix-command.js';
 import { findBmoeCommand, modelCacheDir as cacheDir } from './runner.js';
+import { registerServeBench } from './serve-bench-command.js';
 import { registerServeLoad } from './serve-load.js';
 import { registerSoak } from './soak-command.js';
 import { runWaiting, waitingReport } from './waiting.js';
@@ -28,6 +29,7 @@ export function registerBenchCommands(program: Command, opts: BenchCommandOption
   registerTargets(program, bmoe);
   registerWaiting(program, bmoe);
   registerServeLoad(program);
+  registerServeBench(program, bmoe);
   registerSoak(program, bmoe);
   return program;
 }

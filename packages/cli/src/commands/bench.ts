@@ -1,5 +1,5 @@
 // `bmoe bench ...`: the bench's commands (`@bmoe/bench`: matrix, analyze, calibrate, targets,
-// serve-load, soak) under the main CLI. `@bmoe/bench` is an optional peer of the CLI, so
+// serve-load, serve, soak) under the main CLI. `@bmoe/bench` is an optional peer of the CLI, so
 // `npm install @bmoe/cli` does not install its chart libraries (vega, resvg) or the openai client:
 // it is loaded on use, and where it is not installed the command says in one line how to get it
 // (exit 2). The bench never imports the CLI: it is handed this same `bmoe` executable to run its
@@ -30,7 +30,7 @@ async function importBench(): Promise<Bench | undefined> {
 export function registerBench(program: Command, ctx: CliContext): void {
   program
     .command('bench')
-    .description('benchmarks: matrix | analyze | calibrate | targets | serve-load | soak (bmoe bench --help)')
+    .description('benchmarks: matrix | analyze | calibrate | targets | serve-load | serve | soak (bmoe bench --help)')
     .argument('[args...]', 'bench command and its flags')
     .helpOption(false)
     .allowUnknownOption()

@@ -1,0 +1,169 @@
+// The `bmoe-bench serve` report: one table, a row per measurement with both sides and the ratio
+// bmoe / llama-server, then the flags each server got. Pure: from a ServeBenchResult to text.
+import { basename } from 'node:path';
+import { mean } from './serve-bench-script.js';
+import type { LoadRun, ResumeRun, ServeBenchResult, SidePair, SideRun, TurnSample } from './serve-bench.js';
+import type { Side } from './serve-bench-servers.js';
+
+export interface ReportRow {
+  row: string;
+  bmoe: string;
+  llama: string;
+  /** bmoe / llama-server ('—' where either side has no number). */
+  ratio: string;
+}
+
+const ms = (x: number): string => `${x < 100 ? x.toFixed(1) : x.toFixed(0)} ms`;
+const ratio = (a: number | null | undefined, b: number | null | undefined): string => (a == null || b == null || !(b > 0) ? '—' : (a / b).toFixed(2));
+const small = (x: number | null): string => (x === null ? '—' : x.toPrecision(3));
+const cached = (s: { cachedTokens: number | null; promptTokens: number | null }): string => `cached ${s.cachedTokens ?? '?'} of ${s.promptTokens ?? '?'}`;
+
+/** A side's cell: its text, or 'failed' when it has no result. */
+function cell<T>(run: SideRun<T> | undefined, text: (r: T) => string): string {
+  if (!run) return '—';
+  return run.result === null ? 'failed' : text(run.result);
+}
+
+/** TTFT of turn t over turn 1, the mean over the conversations; null without both. */
+export function followUpRatio(turns: readonly TurnSample[], turn: number): number | null {
+  const rs: number[] = [];
+  for (const conv of new Set(turns.map((t) => t.conversation))) {
+    const first = turns.find((t) => t.conversation === conv && t.turn === 1);
+    const later = turns.find((t) => t.conversation === conv && t.turn === turn);
+    if (first && later && first.ttftMs > 0) rs.push(later.ttftMs / first.ttftMs);
+  }
+  return mean(rs);
+}
+
+function alternatingRows(p: SidePair<TurnSample[]>): ReportRow[] {
+  const ref = p.bmoe.result ?? p['llama-server'].result ?? [];
+  const find = (side: Side, t: TurnSample): TurnSample | undefined => p[side].result?.find((x) => x.conversation === t.conversation && x.turn === t.turn);
+  const rows: ReportRow[] = ref.map((t) => {
+    const b = find('bmoe', t);
+    const l = find('llama-server', t);
+    return {
+      row: `(a) conversation ${t.conversation}, turn ${t.turn}: TTFT (cached of prompt tokens)`,
+      bmoe: cell(p.bmoe, () => (b ? `${ms(b.ttftMs)} (${cached(b)})` : '—')),
+      llama: cell(p['llama-server'], () => (l ? `${ms(l.ttftMs)} (${cached(l)})` : '—')),
+      ratio: ratio(b?.ttftMs, l?.ttftMs),
+    };
+  });
+  const turns = Math.max(0, ...ref.map((t) => t.turn));
+  for (let t = 2; t <= turns; t++) {
+    const b = p.bmoe.result ? followUpRatio(p.bmoe.result, t) : null;
+    const l = p['llama-server'].result ? followUpRatio(p['llama-server'].result, t) : null;
+    rows.push({ row: `(a) turn ${t} TTFT ÷ turn 1 TTFT (mean of both conversations)`, bmoe: cell(p.bmoe, () => small(b)), llama: cell(p['llama-server'], () => small(l)), ratio: ratio(b, l) });
+  }
+  return rows;
+}
+
+/** The mean over clients of their p50 and p95 gaps. */
+export function meanGaps(run: LoadRun): { p50Ms: number | null; p95Ms: number | null } {
+  const counted = run.perClient.filter((g) => g.n > 0);
+  return { p50Ms: mean(counted.map((g) => g.p50Ms)), p95Ms: mean(counted.map((g) => g.p95Ms)) };
+}
+
+function loadRows(load: { clients: number; sides: SidePair<LoadRun> }[]): ReportRow[] {
+  return load.flatMap(({ clients, sides }) => {
+    const who = `(b) ${clients} client${clients === 1 ? '' : 's'}`;
+    const b = sides.bmoe.result;
+    const l = sides['llama-server'].result;
+    const gb = b ? meanGaps(b) : null;
+    const gl = l ? meanGaps(l) : null;
+    const gapText = (g: { p50Ms: number | null; p95Ms: number | null }): string => (g.p50Ms === null || g.p95Ms === null ? '—' : `${ms(g.p50Ms)} / ${ms(g.p95Ms)}`);
+    return [
+      { row: `${who}: generated tok/s (all clients)`, bmoe: cell(sides.bmoe, (r) => r.tokensPerSecond.toFixed(1)), llama: cell(sides['llama-server'], (r) => r.tokensPerSecond.toFixed(1)), ratio: ratio(b?.tokensPerSecond, l?.tokensPerSecond) },
+      {
+        row: `${who}: time between tokens p50 / p95 (mean over clients)`,
+        bmoe: cell(sides.bmoe, () => gapText(gb!)),
+        llama: cell(sides['llama-server'], () => gapText(gl!)),
+        ratio: gb && gl && ratio(gb.p50Ms, gl.p50Ms) !== '—' ? `${ratio(gb.p50Ms, gl.p50Ms)} / ${ratio(gb.p95Ms, gl.p95Ms)}` : '—',
+      },
+    ];
+  });
+}
+
+function resumeRows(p: SidePair<ResumeRun>): ReportRow[] {
+  const b = p.bmoe.result;
+  const l = p['llama-server'].result;
+  const tokens = b?.build.promptTokens ?? l?.build.promptTokens;
+  return [
+    {
+      row: `(c) ${tokens ?? '?'}-token chat sent in one request: TTFT (full prefill)`,
+      bmoe: cell(p.bmoe, (r) => `${ms(r.build.ttftMs)} (${cached(r.build)})`),
+      llama: cell(p['llama-server'], (r) => `${ms(r.build.ttftMs)} (${cached(r.build)})`),
+      ratio: ratio(b?.build.ttftMs, l?.build.ttftMs),
+    },
+    {
+      row: '(c) its next turn after a restart: TTFT (cached of prompt tokens)',
+      bmoe: cell(p.bmoe, (r) => `${ms(r.resume.ttftMs)} (${cached(r.resume)}; restored from --kv-dir)`),
+      llama: cell(p['llama-server'], (r) => `${ms(r.resume.ttftMs)} (${cached(r.resume)}; slot restore${r.restoreMs === null ? '' : ` ${ms(r.restoreMs)}`} included)`),
+      ratio: ratio(b?.resume.ttftMs, l?.resume.ttftMs),
+    },
+  ];
+}
+
+function peakRows(r: ServeBenchResult): ReportRow[] {
+  if (r.memLimitGiB === null) return [];
+  const peak = <T>(s: SideRun<T>): string => (s.peakMiB === null ? '—' : `${s.peakMiB.toFixed(0)} MiB`);
+  const pairs: [string, SidePair<unknown>][] = [
+    ...(r.alternating ? [['(a)', r.alternating] as [string, SidePair<unknown>]] : []),
+    ...(r.load ?? []).map((l) => [`(b) ${l.clients} client${l.clients === 1 ? '' : 's'}`, l.sides] as [string, SidePair<unknown>]),
+    ...(r.resume ? [['(c)', r.resume] as [string, SidePair<unknown>]] : []),
+  ];
+  return pairs.map(([what, p]) => ({ row: `${what}: peak memory of the cgroup (limit ${r.memLimitGiB} GiB)`, bmoe: peak(p.bmoe), llama: peak(p['llama-server']), ratio: ratio(p.bmoe.peakMiB, p['llama-server'].peakMiB) }));
+}
+
+/** Every row of the table, in the order the rows ran. */
+export function serveBenchRows(r: ServeBenchResult): ReportRow[] {
+  return [...(r.alternating ? alternatingRows(r.alternating) : []), ...(r.load ? loadRows(r.load) : []), ...(r.resume ? resumeRows(r.resume) : []), ...peakRows(r)];
+}
+
+/** Each row's flags per side, and every side's error. */
+function flagLines(r: ServeBenchResult): { flags: string[]; errors: string[] } {
+  const pairs: [string, SidePair<unknown>][] = [
+    ...(r.alternating ? [['(a)', r.alternating] as [string, SidePair<unknown>]] : []),
+    ...(r.load ?? []).map((l) => [`(b) ${l.clients}`, l.sides] as [string, SidePair<unknown>]),
+    ...(r.resume ? [['(c)', r.resume] as [string, SidePair<unknown>]] : []),
+  ];
+  const flags = pairs.map(([what, p]) => `- ${what}: \`bmoe serve MODEL ${p.bmoe.flags.join(' ')}\` · \`llama-server -m MODEL ${p['llama-server'].flags.join(' ')}\``);
+  const errors = pairs.flatMap(([what, p]) =>
+    (['bmoe', 'llama-server'] as const).filter((s) => p[s].error !== null).map((s) => `- ${what} ${s}: ${p[s].error}`),
+  );
+  return { flags, errors };
+}
+
+/** The markdown report: setup, the table, the flags, errors. */
+export function serveBenchReport(r: ServeBenchResult, command?: string): string {
+  const rows = serveBenchRows(r);
+  const { flags, errors } = flagLines(r);
+  const cal = r.calibration;
+  const probe = (s: Side): string => (r.probeTokens[s] === undefined ? '—' : String(r.probeTokens[s]));
+  const setup = [
+    `Model ${basename(r.model)}, ${r.threads} threads, ${r.ctxSize} tokens of context per slot; one server at a time, bmoe first; streamed greedy requests, times measured by the client.`,
+    r.memLimitGiB === null
+      ? 'No memory limit.'
+      : `Each server inside a ${r.memLimitGiB} GiB memory cgroup; bmoe ${r.moeStream ? `streams experts (cache ${r.cacheMb ?? "the engine's default"} MiB)` : 'as its settings rule chooses'}, llama-server maps the file (-nr: no repacked copy).`,
+    r.ompWaitPolicy === null && r.gompSpinCount === null
+      ? "OMP_WAIT_POLICY not set: bmoe serve sets passive for itself, llama-server keeps libgomp's default (spin, then sleep), which costs it more when other processes want the cores."
+      : `OpenMP waiting as set for both: ${[r.ompWaitPolicy === null ? '' : `OMP_WAIT_POLICY=${r.ompWaitPolicy}`, r.gompSpinCount === null ? '' : `GOMP_SPINCOUNT=${r.gompSpinCount}`].filter(Boolean).join(' ')}.`,
+    cal
+      ? `Filler text sized at ${cal.tokensPerWord.toFixed(3)} tokens/word (the probe: ${probe('bmoe')} prompt tokens on bmoe, ${probe('llama-server')} on llama-server).`
+      : 'No server answered the calibration probe.',
+  ];
+  return [
+    `## bmoe serve vs llama-server${command ? `\n\n\`${command}\`` : ''}`,
+    '',
+    ...setup,
+    '',
+    '| row | bmoe serve | llama-server | bmoe / llama-server |',
+    '|---|---|---|---|',
+    ...rows.map((x) => `| ${x.row} | ${x.bmoe} | ${x.llama} | ${x.ratio} |`),
+    '',
+    'Flags (besides the model, `--host 127.0.0.1` and a port):',
+    '',
+    ...flags,
+    ...(errors.length > 0 ? ['', 'Errors:', '', ...errors] : []),
+    '',
+  ].join('\n');
+}

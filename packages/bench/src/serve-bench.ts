@@ -1,0 +1,365 @@
+// `bmoe-bench serve`: `bmoe serve` against llama.cpp's `llama-server` on the same GGUF, one server
+// at a time (never both: they would share the cores), each driven over HTTP by the same scripts:
+//   (a) two conversations with long system prompts, alternating turns, on 2 slots: time to first
+//       token per turn, and follow-up turns against the first (what keeping each slot's KV buys);
+//   (b) 1, 2, 4 concurrent clients on as many slots: generated tok/s, time between tokens;
+//   (c) a long chat resumed after a restart: bmoe's --kv-dir saves it when its slot switches,
+//       llama-server saves and restores it through its slot API; TTFT of the next turn.
+// The report (a table with bmoe / llama-server ratios) is serve-bench-report.ts.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CgroupError, dropCaches } from './cgroup.js';
+import { llamaSlotAction, modelId, streamChat } from './serve-bench-client.js';
+import {
+  buildScripts,
+  calibrate,
+  gaps,
+  gapStats,
+  loadPrompt,
+  probeMessages,
+  WARM_UP_MESSAGE,
+  type Calibration,
+  type ChatMessage,
+  type GapStats,
+  type Scripts,
+} from './serve-bench-script.js';
+import { bmoeServeFlags, llamaServerFlags, llamaServerTool, SIDES, startServer, type ServerConfig, type Side } from './serve-bench-servers.js';
+
+export const SERVE_ROWS = ['a', 'b', 'c'] as const;
+export type ServeRow = (typeof SERVE_ROWS)[number];
+
+export interface ServeBenchOptions {
+  model: string;
+  /** argv prefix that runs `bmoe`. */
+  bmoe: string[];
+  /** The llama-server executable. Default: the one built from the pinned source. */
+  llamaServer?: string;
+  threads: number;
+  /** Context per slot, tokens. */
+  ctxSize: number;
+  rows: readonly ServeRow[];
+  /** Row (b): concurrent clients, one run each. Default [1, 2, 4]. */
+  clients?: readonly number[];
+  /** Row (b): requests per client. Default 3. */
+  requests?: number;
+  /** Row (b): max_tokens. Default 64. */
+  loadMaxTokens?: number;
+  /** Rows (a), (c): max_tokens. Default 16. */
+  maxTokens?: number;
+  /** Row (a): turns per conversation. Default 3. */
+  turns?: number;
+  /** Row (a): system prompt tokens. Default 1000. */
+  systemTokens?: number;
+  /** Row (c): tokens of the saved chat. Default 3000. */
+  resumeTokens?: number;
+  /** Run each server inside a memory cgroup of this many GiB (root). */
+  memLimitGiB?: number;
+  moeStream?: boolean;
+  cacheMb?: number | 'auto';
+  /** bmoe --repack (llama-server's default). */
+  repack?: boolean;
+  /** Drop the page cache before each server starts (root). */
+  dropCaches?: boolean;
+  /** Where the saved conversations go (a fresh temporary directory by default, removed after). */
+  workDir?: string;
+  /** Loading time allowed per server, ms. Default 10 min. */
+  startTimeoutMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface TurnSample {
+  /** 1 or 2. */
+  conversation: number;
+  /** 1-based. */
+  turn: number;
+  ttftMs: number;
+  promptTokens: number | null;
+  cachedTokens: number | null;
+}
+
+export interface LoadRun {
+  clients: number;
+  completed: number;
+  failed: number;
+  firstError: string | null;
+  wallSeconds: number;
+  /** Generated tokens (usage) of the completed requests. */
+  tokens: number;
+  tokensPerSecond: number;
+  /** Each client's gaps between chunks carrying tokens. */
+  perClient: GapStats[];
+}
+
+export interface ChatTiming {
+  ttftMs: number;
+  promptTokens: number | null;
+  cachedTokens: number | null;
+}
+
+export interface ResumeRun {
+  /** The chat built in one request (a full prefill). */
+  build: ChatTiming;
+  /** Its next turn after the restart. */
+  resume: ChatTiming;
+  /** llama-server's restore and save times (its answers' timings); null for bmoe (inside its requests). */
+  restoreMs: number | null;
+  saveMs: number | null;
+}
+
+export interface SideRun<T> {
+  /** The flags the server got (besides model, host and port); row (c): of both its processes. */
+  flags: string[];
+  result: T | null;
+  /** Why this side has no result. */
+  error: string | null;
+  /** Peak memory of its cgroup, MiB (with a memory limit). */
+  peakMiB: number | null;
+}
+
+export type SidePair<T> = Record<Side, SideRun<T>>;
+
+export interface ServeBenchResult {
+  model: string;
+  threads: number;
+  ctxSize: number;
+  memLimitGiB: number | null;
+  moeStream: boolean;
+  cacheMb: number | 'auto' | null;
+  /** OMP_WAIT_POLICY / GOMP_SPINCOUNT as both servers got them from the environment (null: unset). */
+  ompWaitPolicy: string | null;
+  gompSpinCount: string | null;
+  /** From the first server's warm-up: how the filler text was sized. */
+  calibration: Calibration | null;
+  /** Prompt tokens of the calibration probe as each server counted it (they share the GGUF's tokenizer). */
+  probeTokens: Partial<Record<Side, number>>;
+  alternating?: SidePair<TurnSample[]>;
+  load?: { clients: number; sides: SidePair<LoadRun> }[];
+  resume?: SidePair<ResumeRun>;
+}
+
+type Ctx = Required<Pick<ServeBenchOptions, 'turns' | 'systemTokens' | 'resumeTokens' | 'maxTokens' | 'loadMaxTokens' | 'requests' | 'startTimeoutMs'>> &
+  ServeBenchOptions & {
+    llamaServer: string;
+    log: (line: string) => void;
+    result: ServeBenchResult;
+    scripts: Scripts | null;
+  };
+
+const MiB = 1024 * 1024;
+/** An error's message, with its cause's when it has one. */
+const message = (err: unknown): string => {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as { cause?: unknown }).cause;
+  return cause instanceof Error ? `${err.message}: ${cause.message}` : err.message;
+};
+const timing = (s: { ttftMs: number; promptTokens: number | null; cachedTokens: number | null }): ChatTiming => ({ ttftMs: s.ttftMs, promptTokens: s.promptTokens, cachedTokens: s.cachedTokens });
+
+export async function runServeBench(o: ServeBenchOptions): Promise<ServeBenchResult> {
+  const ctx: Ctx = {
+    turns: 3, systemTokens: 1000, resumeTokens: 3000, maxTokens: 16, loadMaxTokens: 64, requests: 3, startTimeoutMs: 600_000,
+    ...o,
+    llamaServer: o.llamaServer ?? llamaServerTool(),
+    log: o.log ?? (() => undefined),
+    scripts: null,
+    result: {
+      model: o.model, threads: o.threads, ctxSize: o.ctxSize, memLimitGiB: o.memLimitGiB ?? null, moeStream: Boolean(o.moeStream),
+      cacheMb: o.moeStream ? (o.cacheMb ?? null) : null, calibration: null, probeTokens: {},
+      ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null, gompSpinCount: process.env.GOMP_SPINCOUNT ?? null,
+    },
+  };
+  const workDir = o.workDir ?? mkdtempSync(join(tmpdir(), 'bmoe-bench-serve-'));
+  mkdirSync(workDir, { recursive: true });
+  try {
+    for (const row of SERVE_ROWS.filter((r) => o.rows.includes(r))) {
+      if (row === 'a') ctx.result.alternating = await bothSides(ctx, 'a', () => serverConfig(ctx, 2), (side, c) => rowAlternating(ctx, side, c));
+      if (row === 'b') {
+        ctx.result.load = [];
+        for (const k of o.clients ?? [1, 2, 4]) {
+          ctx.result.load.push({ clients: k, sides: await bothSides(ctx, `b ${k}`, () => serverConfig(ctx, k), (side, c) => rowLoad(ctx, side, c)) });
+        }
+      }
+      if (row === 'c') {
+        const dirs = { bmoe: mkdtempSync(join(workDir, 'bmoe-kv-')), 'llama-server': mkdtempSync(join(workDir, 'llama-slots-')) };
+        ctx.result.resume = await bothSides(ctx, 'c', (side) => serverConfig(ctx, 1, dirs[side]), (side, c) => rowResume(ctx, side, c));
+      }
+    }
+  } finally {
+    if (o.workDir === undefined) rmSync(workDir, { recursive: true, force: true });
+  }
+  return ctx.result;
+}
+
+/**
+ * The side's run of one row, bmoe first; a side that fails has its error and the other still runs
+ * (a refused cgroup or page-cache drop ends the bench).
+ */
+async function bothSides<T>(ctx: Ctx, row: string, config: (side: Side) => ServerConfig, run: (side: Side, config: ServerConfig) => Promise<Session<T>>): Promise<SidePair<T>> {
+  const out: Partial<SidePair<T>> = {};
+  for (const side of SIDES) {
+    const c = config(side);
+    const flags = side === 'bmoe' ? bmoeServeFlags(c) : llamaServerFlags(c);
+    try {
+      const s = await run(side, c);
+      out[side] = { flags, result: s.value, error: null, peakMiB: s.peakMiB };
+    } catch (err) {
+      // No root for the cgroup or the page cache: nothing can be measured as asked.
+      if (err instanceof CgroupError) throw err;
+      ctx.log(`serve: (${row}) ${side}: failed: ${message(err)}`);
+      out[side] = { flags, result: null, error: message(err), peakMiB: null };
+    }
+  }
+  return out as SidePair<T>;
+}
+
+function serverConfig(ctx: Ctx, parallel: number, saveDir?: string): ServerConfig {
+  return {
+    threads: ctx.threads, ctxSize: ctx.ctxSize, parallel, moeStream: Boolean(ctx.moeStream), cacheMb: ctx.cacheMb,
+    repack: Boolean(ctx.repack), limited: ctx.memLimitGiB !== undefined, ...(saveDir === undefined ? {} : { saveDir }),
+  };
+}
+
+interface Session<T> {
+  value: T;
+  peakMiB: number | null;
+}
+
+/**
+ * One server process: started (page cache dropped first when asked), warmed up (with `probe`, the
+ * calibration probe, whose counts size the scripts the first time; then a short request), `fn`,
+ * stopped. A server the OOM killer ended fails the row.
+ */
+async function session<T>(ctx: Ctx, side: Side, config: ServerConfig, probe: boolean, fn: (url: string, model: string) => Promise<T>): Promise<Session<T>> {
+  if (ctx.dropCaches) dropCaches();
+  const server = await startServer({
+    side, model: ctx.model, config, bmoe: ctx.bmoe, llamaServer: ctx.llamaServer, startTimeoutMs: ctx.startTimeoutMs,
+    ...(ctx.memLimitGiB === undefined ? {} : { memLimitBytes: Math.round(ctx.memLimitGiB * 1024 * MiB) }),
+  });
+  ctx.log(`serve: ${side} at ${server.url}: ${server.flags.join(' ')}`);
+  let value: T;
+  try {
+    const model = await modelId(server.url);
+    // The probe first: the short warm-up then takes its place in the slot, so a server with
+    // --kv-dir saves the probe now, not while the row's first request waits.
+    const p = probe ? await streamChat(server.url, model, probeMessages(), 1) : null;
+    const warm = await streamChat(server.url, model, [{ role: 'user', content: WARM_UP_MESSAGE }], 1);
+    if (p) {
+      if (warm.promptTokens === null || p.promptTokens === null) throw new Error(`${side} sent no usage.prompt_tokens`);
+      ctx.result.probeTokens[side] ??= p.promptTokens;
+      ctx.result.calibration ??= calibrate(warm.promptTokens, p.promptTokens);
+    }
+    value = await fn(server.url, model);
+  } catch (err) {
+    // A server that ended on its own (a crash, the OOM killer) is the reason, not the request.
+    const died = !server.running();
+    const exit = await server.stop();
+    if (exit.oomKilled) throw new Error(`${side} was killed by the OOM killer (${message(err)})`);
+    if (died) throw new Error(`${message(err)}; ${side} had exited (code ${exit.code}, signal ${exit.signal}): ${server.stderrTail().slice(-2).join(' | ')}`);
+    throw err;
+  }
+  const exit = await server.stop();
+  if (exit.oomKilled) throw new Error(`${side} was killed by the OOM killer`);
+  return { value, peakMiB: exit.peakBytes === null ? null : exit.peakBytes / MiB };
+}
+
+function scripts(ctx: Ctx): Scripts {
+  if (ctx.scripts) return ctx.scripts;
+  if (!ctx.result.calibration) throw new Error('no server answered the calibration probe');
+  ctx.scripts = buildScripts(ctx.result.calibration, { systemTokens: ctx.systemTokens, turns: ctx.turns, resumeTokens: ctx.resumeTokens });
+  return ctx.scripts;
+}
+
+/** Row (a): two conversations on 2 slots, turns alternating A1 B1 A2 B2 …, each answer appended. */
+function rowAlternating(ctx: Ctx, side: Side, config: ServerConfig): Promise<Session<TurnSample[]>> {
+  return session(ctx, side, config, true, async (url, model) => {
+    const convs = scripts(ctx).alternating;
+    const history: ChatMessage[][] = convs.map((c) => [{ role: 'system', content: c.system }]);
+    const turns: TurnSample[] = [];
+    for (let t = 0; t < ctx.turns; t++) {
+      for (let c = 0; c < convs.length; c++) {
+        const h = history[c]!;
+        h.push({ role: 'user', content: convs[c]!.users[t]! });
+        const r = await streamChat(url, model, h, ctx.maxTokens);
+        h.push({ role: 'assistant', content: r.content });
+        turns.push({ conversation: c + 1, turn: t + 1, ...timing(r) });
+        ctx.log(`serve: (a) ${side} conversation ${c + 1} turn ${t + 1}: TTFT ${r.ttftMs.toFixed(1)} ms, cached ${r.cachedTokens ?? '?'} of ${r.promptTokens ?? '?'} prompt tokens`);
+      }
+    }
+    return turns;
+  });
+}
+
+/** Row (b): `k` clients on `k` slots, each sending its requests one after another. */
+async function rowLoad(ctx: Ctx, side: Side, config: ServerConfig): Promise<Session<LoadRun>> {
+  const k = config.parallel;
+  const s = await session(ctx, side, config, true, async (url, model) => {
+    let completed = 0;
+    let failed = 0;
+    let tokens = 0;
+    let firstError: string | null = null;
+    const t0 = performance.now();
+    const perClient = await Promise.all(
+      Array.from({ length: k }, async (_, c) => {
+        const clientGaps: number[] = [];
+        for (let r = 0; r < ctx.requests; r++) {
+          try {
+            const x = await streamChat(url, model, [{ role: 'user', content: loadPrompt(c, r) }], ctx.loadMaxTokens);
+            clientGaps.push(...gaps(x.tokenTimesMs));
+            tokens += x.completionTokens ?? x.tokenTimesMs.length;
+            completed++;
+          } catch (err) {
+            failed++;
+            firstError ??= message(err);
+          }
+        }
+        return gapStats(clientGaps);
+      }),
+    );
+    const wallSeconds = (performance.now() - t0) / 1000;
+    const run: LoadRun = { clients: k, completed, failed, firstError, wallSeconds, tokens, tokensPerSecond: tokens / wallSeconds, perClient };
+    ctx.log(`serve: (b) ${side} ${k} client${k === 1 ? '' : 's'}: ${run.tokensPerSecond.toFixed(1)} tok/s, ${completed} completed, ${failed} failed`);
+    return run;
+  });
+  if (s.value.failed > 0) throw new Error(`${s.value.failed} of ${s.value.failed + s.value.completed} requests failed: ${s.value.firstError}`);
+  return s;
+}
+
+const SLOT_FILE = 'bench-resume.bin';
+
+/**
+ * Row (c): the chat built in one request, then another conversation takes the only slot (bmoe
+ * saves the first to --kv-dir then; llama-server is told to save it first), the server restarts
+ * on the same directory, and the chat's next turn is sent (llama-server restores the slot first,
+ * timed as part of the turn).
+ */
+async function rowResume(ctx: Ctx, side: Side, config: ServerConfig): Promise<Session<ResumeRun>> {
+  let saveMs: number | null = null;
+  const first = await session(ctx, side, config, true, async (url, model) => {
+    const script = scripts(ctx).resume;
+    const build = await streamChat(url, model, script.build, ctx.maxTokens);
+    ctx.log(`serve: (c) ${side} built the chat: ${build.promptTokens ?? '?'} prompt tokens, TTFT ${build.ttftMs.toFixed(1)} ms`);
+    if (side === 'llama-server') {
+      const saved = await llamaSlotAction(url, 'save', SLOT_FILE);
+      if (!saved.tokens) throw new Error('llama-server saved no tokens of slot 0');
+      saveMs = saved.ms;
+    }
+    await streamChat(url, model, script.other, ctx.maxTokens);
+    return build;
+  });
+  let restoreMs: number | null = null;
+  const second = await session(ctx, side, config, false, async (url, model) => {
+    const script = scripts(ctx).resume;
+    const messages: ChatMessage[] = [...script.build, { role: 'assistant', content: first.value.content }, { role: 'user', content: script.next }];
+    const t0 = performance.now();
+    if (side === 'llama-server') {
+      const restored = await llamaSlotAction(url, 'restore', SLOT_FILE);
+      if (!restored.tokens) throw new Error(`llama-server restored no tokens from ${SLOT_FILE}`);
+      restoreMs = restored.ms;
+    }
+    const r = await streamChat(url, model, messages, ctx.maxTokens, t0);
+    ctx.log(`serve: (c) ${side} resumed after a restart: TTFT ${r.ttftMs.toFixed(1)} ms, cached ${r.cachedTokens ?? '?'} of ${r.promptTokens ?? '?'} prompt tokens`);
+    return r;
+  });
+  const peaks = [first.peakMiB, second.peakMiB].filter((p): p is number => p !== null);
+  return { value: { build: timing(first.value), resume: timing(second.value), restoreMs, saveMs }, peakMiB: peaks.length > 0 ? Math.max(...peaks) : null };
+}
