@@ -247,7 +247,7 @@ async function send(text) {
     const res = await apiFetch('/v1/chat/completions', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ messages, stream: true, stream_options: { include_usage: true }, max_tokens: MAX_TOKENS, temperature: TEMPERATURE }),
+      body: JSON.stringify({ messages, stream: true, stream_options: { include_usage: true, include_metrics: true }, max_tokens: MAX_TOKENS, temperature: TEMPERATURE }),
       signal: controller.signal,
     });
     if (!res.ok || !res.body) {

@@ -83,6 +83,32 @@ function loadRows(load: { clients: number; sides: SidePair<LoadRun> }[]): Report
   });
 }
 
+const middle = (xs: readonly number[]): number | null => {
+  if (xs.length === 0) return null;
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+};
+
+/**
+ * One client through `bmoe serve` against `bmoe run`, interleaved: the medians of the requests'
+ * decode rates (1000 / p50 time between tokens) and of the runs'; the ratio column is serve ÷ run.
+ */
+export function runReferenceRow(r: ServeBenchResult): ReportRow[] {
+  const ref = r.runReference;
+  if (!ref) return [];
+  const served = middle(ref.servedTokensPerSecond);
+  const run = middle(ref.medianTokensPerSecond);
+  const fail = ref.error === null ? '' : ` (failed: ${ref.error})`;
+  return [
+    {
+      row: '(b) 1 client, interleaved with `bmoe run`: decode rate, medians (serve: 1000 / p50 gap); ratio = serve ÷ run',
+      bmoe: served === null ? `—${fail}` : `serve ${served.toFixed(1)} tok/s`,
+      llama: run === null ? `—${fail}` : `bmoe run ${run.toFixed(1)} tok/s`,
+      ratio: ratio(served, run),
+    },
+  ];
+}
+
 function resumeRows(p: SidePair<ResumeRun>): ReportRow[] {
   const b = p.bmoe.result;
   const l = p['llama-server'].result;
@@ -116,7 +142,13 @@ function peakRows(r: ServeBenchResult): ReportRow[] {
 
 /** Every row of the table, in the order the rows ran. */
 export function serveBenchRows(r: ServeBenchResult): ReportRow[] {
-  return [...(r.alternating ? alternatingRows(r.alternating) : []), ...(r.load ? loadRows(r.load) : []), ...(r.resume ? resumeRows(r.resume) : []), ...peakRows(r)];
+  return [
+    ...(r.alternating ? alternatingRows(r.alternating) : []),
+    ...(r.load ? loadRows(r.load) : []),
+    ...runReferenceRow(r),
+    ...(r.resume ? resumeRows(r.resume) : []),
+    ...peakRows(r),
+  ];
 }
 
 /** Each row's flags per side, and every side's error. */

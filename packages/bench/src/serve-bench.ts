@@ -9,7 +9,8 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CgroupError, dropCaches } from './cgroup.js';
+import { CgroupError, createMemoryCgroup, dropCaches, removeCgroup, runInCgroup } from './cgroup.js';
+import { parseDoneEvent } from './run-output.js';
 import { llamaSlotAction, modelId, streamChat } from './serve-bench-client.js';
 import {
   buildScripts,
@@ -135,6 +136,12 @@ export interface ServeBenchResult {
   probeTokens: Partial<Record<Side, number>>;
   alternating?: SidePair<TurnSample[]>;
   load?: { clients: number; sides: SidePair<LoadRun> }[];
+  /**
+   * Row (b)'s reference for one client, interleaved with `bmoe run` on the same model and flags,
+   * prompt and max_tokens: each request's decode rate through the server (1000 / p50 time between
+   * tokens) and each run's median decode rate, tok/s; `error` when it failed.
+   */
+  runReference?: { flags: string[]; servedTokensPerSecond: number[]; medianTokensPerSecond: number[]; error: string | null };
   resume?: SidePair<ResumeRun>;
 }
 
@@ -177,6 +184,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<ServeBenchRes
         ctx.result.load = [];
         for (const k of o.clients ?? [1, 2, 4]) {
           ctx.result.load.push({ clients: k, sides: await bothSides(ctx, `b ${k}`, () => serverConfig(ctx, k), (side, c) => rowLoad(ctx, side, c)) });
+          if (k === 1) ctx.result.runReference = await runReference(ctx);
         }
       }
       if (row === 'c') {
@@ -322,6 +330,42 @@ async function rowLoad(ctx: Ctx, side: Side, config: ServerConfig): Promise<Sess
   });
   if (s.value.failed > 0) throw new Error(`${s.value.failed} of ${s.value.failed + s.value.completed} requests failed: ${s.value.firstError}`);
   return s;
+}
+
+/**
+ * Row (b)'s reference: one client through `bmoe serve` against `bmoe run` on the same model, flags,
+ * prompt and max_tokens, interleaved (a request, a run, `requests` times, with the server up and
+ * idle during the runs), so the disk's and the VM's drift falls on both alike.
+ */
+async function runReference(ctx: Ctx): Promise<NonNullable<ServeBenchResult['runReference']>> {
+  const config = serverConfig(ctx, 1);
+  const flags = bmoeServeFlags(config).filter((f, i, all) => f !== '--parallel' && all[i - 1] !== '--parallel');
+  const argv = [...ctx.bmoe, 'run', ctx.model, '-p', loadPrompt(0, 0), '-n', String(ctx.loadMaxTokens), '--json', ...flags];
+  const runs: number[] = [];
+  const served: number[] = [];
+  try {
+    await session(ctx, 'bmoe', config, false, async (url, model) => {
+      for (let r = 0; r < ctx.requests; r++) {
+        const x = await streamChat(url, model, [{ role: 'user', content: loadPrompt(0, r) }], ctx.loadMaxTokens);
+        const p50 = gapStats(gaps(x.tokenTimesMs)).p50Ms;
+        if (p50 > 0) served.push(1000 / p50);
+        const cg = ctx.memLimitGiB === undefined ? null : createMemoryCgroup(Math.round(ctx.memLimitGiB * 1024 * MiB), `bmoe-bench-run-${process.pid}-${r}`);
+        try {
+          const out = await runInCgroup(argv, cg, ctx.startTimeoutMs);
+          const done = parseDoneEvent(out.stdout);
+          if (!done) throw new Error(`bmoe run printed no summary (exit ${out.code}): ${out.stderr.trim().split('\n').slice(-1)[0] ?? ''}`);
+          runs.push(done.summary.medianTokensPerSecond);
+        } finally {
+          if (cg) removeCgroup(cg);
+        }
+      }
+    });
+    ctx.log(`serve: (b) one client vs bmoe run, interleaved: serve ${served.map((x) => x.toFixed(1)).join(', ')} · run ${runs.map((x) => x.toFixed(1)).join(', ')} tok/s`);
+    return { flags, servedTokensPerSecond: served, medianTokensPerSecond: runs, error: null };
+  } catch (err) {
+    if (err instanceof CgroupError) throw err;
+    return { flags, servedTokensPerSecond: served, medianTokensPerSecond: runs, error: message(err) };
+  }
 }
 
 const SLOT_FILE = 'bench-resume.bin';

@@ -201,7 +201,9 @@ export class GenerationImpl implements Generation {
     if (this.aborted || this.stopped) return;
     // The native record carries every native column of the schema under its name (both are
     // generated from core-native's contract); MemAvailable is read here.
-    const metrics = { ...ev.metrics, memAvailableBytes: readMemAvailableBytes() } as TokenMetrics;
+    // The native record is this token's own object: completed in place, not copied.
+    const metrics = ev.metrics as TokenMetrics;
+    (metrics as { memAvailableBytes: number | null }).memAvailableBytes = readMemAvailableBytes();
     const text = this.utf8.push(ev.piece);
     const { delta, stopped } = this.stream.push(text, this.isLast(ev, metrics.tokenIndex));
     const event: TokenEvent = { tokenIndex: metrics.tokenIndex, tokenId: metrics.tokenId, text, eog: ev.eog, metrics, delta };

@@ -29,13 +29,27 @@ export class ServerMetrics {
     }
   }
 
-  /** One generated token: counters add its deltas, gauges take its values. */
+  /**
+   * One generated token: counters add its deltas, gauges take its values. Folded into `pending`
+   * and applied when /metrics is read: prom-client's work per token (a label lookup per metric)
+   * ran on the JavaScript thread beside every decode.
+   */
   token(rec: TokenMetrics): void {
     for (const u of prometheusUpdates(rec)) {
-      const metric = this.byName.get(u.name);
+      const had = this.pending.get(u.name);
+      this.pending.set(u.name, { type: u.type, value: u.type === 'counter' ? (had?.value ?? 0) + u.value : u.value });
+    }
+  }
+
+  private readonly pending = new Map<string, { type: 'counter' | 'gauge'; value: number }>();
+
+  private flush(): void {
+    for (const [name, u] of this.pending) {
+      const metric = this.byName.get(name);
       if (metric instanceof Counter) metric.inc(u.value);
       else if (metric instanceof Gauge) metric.set(u.value);
     }
+    this.pending.clear();
   }
 
   /** A finished generation's prompt phase (prompt tokens evaluated, not those reused). */
@@ -73,6 +87,7 @@ export class ServerMetrics {
 
   /** The Prometheus text exposition. */
   text(): Promise<string> {
+    this.flush();
     return this.registry.metrics();
   }
 

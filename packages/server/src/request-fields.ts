@@ -79,6 +79,8 @@ export const streamOptions = NULLABLE(
   z.strictObject(
     {
       include_usage: bool,
+      // bmoe's: every token's chunk carries its metrics record (`bmoe.token`).
+      include_metrics: bool,
       // OpenAI pads chunks against length side channels; loopback has none to pad against.
       include_obfuscation: ignored(z.boolean(BOOL)),
     },

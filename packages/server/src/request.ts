@@ -58,6 +58,7 @@ export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpe
     generate,
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,
+    includeMetrics: b.stream_options?.include_metrics === true,
     inputParam: 'messages',
   };
 }
@@ -102,6 +103,7 @@ export function completionSpec(core: ServerCore, b: CompletionBody): GenerationS
     generate: generateOptions(core, b, b.max_tokens ?? 16),
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,
+    includeMetrics: b.stream_options?.include_metrics === true,
     inputParam: 'prompt',
   };
 }

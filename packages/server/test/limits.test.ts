@@ -127,7 +127,7 @@ describe.skipIf(!native)('queue', () => {
 describe.skipIf(!native)('close()', () => {
   it('lets the running generation finish within the grace period, refuses new connections, frees the model', async () => {
     const s = await startServer({ shutdownGraceMs: 30_000 });
-    const stream = await s.client.chat.completions.create({ model: s.server.modelId, messages: user('Hello'), max_tokens: 64, temperature: 0, stream: true });
+    const stream = await s.client.chat.completions.create({ model: s.server.modelId, messages: user('Hello'), max_tokens: 64, temperature: 0, stream: true, stream_options: { include_metrics: true } as OpenAI.Chat.Completions.ChatCompletionStreamOptions });
     const it = stream[Symbol.asyncIterator]();
     await it.next();
     const closing = s.server.close();

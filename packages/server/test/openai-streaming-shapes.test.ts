@@ -204,6 +204,27 @@ describe.skipIf(!native)('ranges as OpenAI and llama-server take them (tiny qwen
     }
   });
 
+  it("per-token metrics only with stream_options.include_metrics (bmoe's); without, no empty chunks and the same text", async () => {
+    for (const [path, body] of [
+      ['/v1/chat/completions', { messages: user('Tell me about the sea'), max_tokens: 12, temperature: 0, stream: true }],
+      ['/v1/completions', { prompt: 'Tell me about the sea', max_tokens: 12, temperature: 0, stream: true }],
+    ] as const) {
+      const plain = await wire(s.url, path, body);
+      const withMetrics = await wire(s.url, path, { ...body, stream_options: { include_metrics: true } });
+      const textOf = (w: Wire): string =>
+        w.events.map((e) => ((e as unknown as ChatCompletionChunk).choices[0] as { delta?: { content?: string }; text?: string } | undefined)).map((c) => c?.delta?.content ?? c?.text ?? '').join('');
+      expect(textOf(plain)).toBe(textOf(withMetrics));
+      const body1 = plain.events.slice(1, -1) as unknown as ChatCompletionChunk[]; // after the role chunk, before the final one
+      for (const c of body1) {
+        expect(c).not.toHaveProperty('bmoe');
+        const ch = c.choices[0] as { delta?: { content?: string }; text?: string };
+        expect((ch.delta?.content ?? ch.text ?? '').length, JSON.stringify(c)).toBeGreaterThan(0);
+      }
+      const tokens = withMetrics.events.filter((e) => (e as { bmoe?: { token?: unknown } }).bmoe?.token !== undefined);
+      expect(tokens).toHaveLength(12);
+    }
+  });
+
   it('with include_usage: usage null on every chunk, then one last chunk with choices [] and the usage, then [DONE]', async () => {
     for (const [path, body] of [
       ['/v1/chat/completions', { messages: user('Hi'), max_tokens: 3, temperature: 0 }],

@@ -40,7 +40,7 @@ async function streamChat(client: OpenAI, model: string, content: string, maxTok
     max_tokens: maxTokens,
     temperature: 0,
     stream: true,
-    stream_options: { include_usage: true },
+    stream_options: { include_usage: true, include_metrics: true } as OpenAI.Chat.Completions.ChatCompletionStreamOptions,
     ...extra,
   });
   const chunks: ChatCompletionChunk[] = [];
@@ -154,7 +154,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     expect(raw.object).toBe('text_completion');
     expect(asPrinted(raw.choices[0]?.text ?? '')).toBe(rawRun.stdout);
     expect(bmoeOf(raw).summary.tokens).toBe(n);
-    const rawStream = await s.client.completions.create({ model, prompt, max_tokens: n, temperature: 0, stream: true });
+    const rawStream = await s.client.completions.create({ model, prompt, max_tokens: n, temperature: 0, stream: true, stream_options: { include_metrics: true } as OpenAI.Chat.Completions.ChatCompletionStreamOptions });
     let rawText = '';
     let tokens = 0;
     for await (const c of rawStream) {
@@ -191,7 +191,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     const stream = await s.client.chat.completions.create({ model, messages: user('Hello'), max_tokens: maxTokens, temperature: 0, stream: true });
     let received = 0;
     for await (const c of stream) {
-      if ((c as unknown as ChatCompletionChunk).bmoe) received++;
+      if (c.choices[0]?.delta?.content || (c.choices[0]?.delta as { reasoning_content?: string } | undefined)?.reasoning_content) received++;
       if (received === 3) break; // leaving the loop closes the connection
     }
     const left = performance.now();
