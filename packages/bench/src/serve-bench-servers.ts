@@ -5,6 +5,7 @@
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { llamaToolPath } from '@bmoe/engine';
 import { createMemoryCgroup, removeCgroup, runInCgroup, type CgroupRun } from './cgroup.js';
+import { stderrTail } from './stderr-tail.js';
 
 export type Side = 'bmoe' | 'llama-server';
 export const SIDES: readonly Side[] = ['bmoe', 'llama-server'];
@@ -128,38 +129,26 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
       : [o.llamaServer, '-m', o.model, '--host', '127.0.0.1', '--port', String(port), ...flags]),
   ];
   const cg = o.memLimitBytes === undefined ? null : createMemoryCgroup(o.memLimitBytes, `bmoe-bench-serve-${process.pid}-${++cgroups}`);
-  const tail: string[] = [];
-  let partial = '';
-  let onUrl: (url: string) => void = () => undefined;
-  const urlSeen = new Promise<string>((resolve) => (onUrl = resolve));
-  if (o.side === 'llama-server') onUrl(`http://127.0.0.1:${port}`);
+  const tail = stderrTail(TAIL_LINES);
+  // llama-server listens on the port it was given; bmoe serve says which it took.
+  const urlSeen = o.side === 'llama-server' ? Promise.resolve(`http://127.0.0.1:${port}`) : tail.url;
   const abort = new AbortController();
-  const onStderr = (d: string): void => {
-    partial += d;
-    const lines = partial.split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      tail.push(line);
-      if (tail.length > TAIL_LINES) tail.shift();
-      const m = /listening on (http:\/\/\S+)/.exec(line);
-      if (m?.[1] && o.side === 'bmoe') onUrl(m[1]);
-    }
-  };
+  const onStderr = (d: string): void => tail.feed(d);
   const run: Promise<CgroupRun> = runInCgroup(argv, cg, 24 * 3600_000, { onStderr, signal: abort.signal }).finally(() => cg && removeCgroup(cg));
   let exited: ServerExit | null = null;
   const ended = run.then(
     (r) => (exited = { code: r.code, signal: r.signal, peakBytes: r.peakBytes, oomKilled: r.oomKilled }),
     (err: unknown) => {
-      tail.push(`spawn: ${err instanceof Error ? err.message : String(err)}`);
+      tail.note(`spawn: ${err instanceof Error ? err.message : String(err)}`);
       return (exited = { code: null, signal: null, peakBytes: null, oomKilled: false });
     },
   );
-  const stderrTail = (): string[] => [...tail, ...(partial ? [partial] : [])];
+  const stderrLines = (): string[] => tail.lines();
   const server: RunningServer = {
     side: o.side,
     url: '',
     flags,
-    stderrTail,
+    stderrTail: stderrLines,
     running: () => exited === null,
     stop: async () => {
       if (!exited) abort.abort();
@@ -167,7 +156,7 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
     },
   };
   const what = o.side === 'bmoe' ? 'bmoe serve' : 'llama-server';
-  const why = (): string => stderrTail().slice(-3).join(' | ');
+  const why = (): string => stderrLines().slice(-3).join(' | ');
   try {
     const url = await Promise.race([urlSeen, ended.then(() => null)]);
     if (url === null) throw new Error(`${what} exited before listening: ${why()}`);

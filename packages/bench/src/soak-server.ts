@@ -2,6 +2,7 @@
 // is its own and a crash (a signal, an abort) is seen from outside instead of taking the soak down.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readProcessMemory } from './pressure.js';
+import { stderrTail } from './stderr-tail.js';
 
 export interface ServeProcessOptions {
   /** argv prefix that runs `bmoe`. */
@@ -49,25 +50,13 @@ export async function startServeProcess(o: ServeProcessOptions): Promise<ServePr
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, BMOE_API_KEY: '' },
   });
-  const tail: string[] = [];
-  let partial = '';
-  let onUrl: (url: string) => void = () => undefined;
-  const urlSeen = new Promise<string>((resolve) => (onUrl = resolve));
-  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
-    partial += d;
-    const lines = partial.split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      tail.push(line);
-      if (tail.length > TAIL_LINES) tail.shift();
-      const m = /listening on (http:\/\/\S+)/.exec(line);
-      if (m?.[1]) onUrl(m[1]);
-    }
-  });
+  const tail = stderrTail(TAIL_LINES);
+  const urlSeen = tail.url;
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => tail.feed(d));
   let exitInfo: ServerExit | null = null;
   const exited = new Promise<ServerExit>((resolve) => {
     child.on('error', (err) => {
-      tail.push(`spawn: ${err.message}`);
+      tail.note(`spawn: ${err.message}`);
       exitInfo ??= { code: null, signal: null };
       resolve(exitInfo);
     });
@@ -81,7 +70,7 @@ export async function startServeProcess(o: ServeProcessOptions): Promise<ServePr
     url: '',
     exited,
     exit: () => exitInfo,
-    stderrTail: () => [...tail, ...(partial ? [partial] : [])],
+    stderrTail: () => tail.lines(),
     stop: async (graceMs) => {
       if (exitInfo) return { exit: exitInfo, clean: false };
       child.kill('SIGTERM');

@@ -1,7 +1,6 @@
 // `bmoe chat` with its input piped (`printf 'hi\n' | bmoe chat MODEL`): each line answered in turn,
 // plain text on stdout (no colours, no status line, no escapes at all, even where colours are
 // forced), commands work, the end of the input ends the chat with status 0.
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,29 +8,13 @@ import { loadModel, nativeBuild } from '@bmoe/engine';
 import { parseGenerationLine } from '@bmoe/engine/metrics';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
-import { BIN, runCli, type CliResult } from './helpers.js';
+import { runCli, type CliResult } from './helpers.js';
 
 const nativeAvailable = await requireNative('the native addon', () => nativeBuild());
 
 /** Runs `bmoe chat ARGS` with `input` on its stdin (a pipe); killed after 60 s. */
-function chatPiped(args: readonly string[], input: string): Promise<CliResult> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    // FORCE_COLOR and CI make picocolors want colours: stdout being a pipe must still win.
-    const child = spawn(process.execPath, [BIN, 'chat', ...args], { env: { ...process.env, BMOE_DEBUG: '', FORCE_COLOR: '1', CI: 'true' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, ms: performance.now() - started });
-    });
-    child.stdin.end(input);
-  });
-}
+// FORCE_COLOR and CI make picocolors want colours: stdout being a pipe must still win.
+const chatPiped = (args: readonly string[], input: string): Promise<CliResult> => runCli(['chat', ...args], { input, timeoutMs: 60_000, env: { FORCE_COLOR: '1', CI: 'true' } });
 
 /** A reply as plain output prints it: leading blanks dropped, one newline at the end. */
 const printed = (text: string): string => `${text.replace(/^\s+/, '').replace(/\n$/, '')}\n`;

@@ -3,35 +3,18 @@
 // answers as the same conversation would, reusing what the file holds), `/save [PATH]` at any
 // time; a file that cannot be resumed (another model's, damaged, cut short) is one error line
 // naming it, exit 1, before the first message, and the file is left untouched.
-import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadModel, nativeBuild } from '@bmoe/engine';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
-import { BIN, lines, runCli, type CliResult } from './helpers.js';
+import { lines, runCli, type CliResult } from './helpers.js';
 
 const nativeAvailable = await requireNative('the native addon', () => nativeBuild());
 
 /** Runs `bmoe chat ARGS` with `input` on its stdin (a pipe); killed after 60 s. */
-function chatPiped(args: readonly string[], input: string): Promise<CliResult> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'chat', ...args], { env: { ...process.env, BMOE_DEBUG: '' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, ms: performance.now() - started });
-    });
-    child.stdin.end(input);
-  });
-}
+const chatPiped = (args: readonly string[], input: string): Promise<CliResult> => runCli(['chat', ...args], { input, timeoutMs: 60_000, env: {} });
 
 /** A reply as plain output prints it: leading blanks dropped, one newline at the end. */
 const printed = (text: string): string => `${text.replace(/^\s+/, '').replace(/\n$/, '')}\n`;

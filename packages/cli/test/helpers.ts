@@ -19,22 +19,25 @@ export interface RunCliOptions {
   env?: NodeJS.ProcessEnv;
   /** Called on every stdout chunk, with the child (e.g. to send it SIGINT). */
   onStdout?: (chunk: string, child: ChildProcess) => void;
+  /** Written to the child's stdin (a pipe), then closed. Default: no stdin. */
+  input?: string;
 }
 
 export function runCli(args: readonly string[], opts: RunCliOptions = {}): Promise<CliResult> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       env: { ...process.env, BMOE_DEBUG: '', ...opts.env },
     });
+    if (opts.input !== undefined) child.stdin?.end(opts.input);
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => {
       stdout += d;
       opts.onStdout?.(d, child);
     });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
     child.on('error', reject);
     child.on('close', (code, signal) => {
