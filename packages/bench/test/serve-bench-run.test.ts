@@ -69,6 +69,11 @@ describe.runIf(native)('bmoe bench serve on the tiny fixture', () => {
     expect(res.resume!['llama-server'].result!.restoreMs).not.toBeNull();
     expect(res.resume!.bmoe.flags).toContain('--kv-dir');
     expect(res.resume!['llama-server'].flags).toContain('--slot-save-path');
+    // one client through the server, interleaved with as many `bmoe run`s
+    expect(res.runReference!.error).toBeNull();
+    expect(res.runReference!.servedTokensPerSecond).toHaveLength(1);
+    expect(res.runReference!.medianTokensPerSecond).toHaveLength(1);
+    expect(res.runReference!.flags).not.toContain('--parallel');
 
     const md = readFileSync(out, 'utf8');
     const rows = md.split('\n').filter((l) => l.startsWith('| (')).map((l) => l.split(' | '));
@@ -79,6 +84,7 @@ describe.runIf(native)('bmoe bench serve on the tiny fixture', () => {
       '(a) conversation 2, turn 2: TTFT (cached of prompt tokens)',
       '(a) turn 2 TTFT ÷ turn 1 TTFT (mean of both conversations)',
       ...[1, 2, 4].flatMap((k) => [`(b) ${k} client${k === 1 ? '' : 's'}: generated tok/s (all clients)`, `(b) ${k} client${k === 1 ? '' : 's'}: time between tokens p50 / p95 (mean over clients)`]),
+      '(b) 1 client, interleaved with `bmoe run`: decode rate, medians (serve: 1000 / p50 gap); ratio = serve ÷ run',
       '(c) N-token chat sent in one request: TTFT (full prefill)',
       '(c) its next turn after a restart: TTFT (cached of prompt tokens)',
     ]);

@@ -53,8 +53,10 @@ describe('sessions sharing one streamed model', () => {
     if (!genB) throw new Error('B never started');
     const resB = await genB.result;
     expect(resA.generatedTokens).toBe(96);
-    // B decoded while A did (it did not wait for A's whole generation)...
-    expect(bAtAbort).toBeGreaterThan(5);
+    // B decoded while A did (it did not wait for A's whole generation), taking turns with it step
+    // by step (neither runs ahead: the lock is taken in arrival order)...
+    expect(bAtAbort).toBeGreaterThan(20);
+    expect(bAtAbort).toBeLessThan(60);
     // ...and stopped within a token or two of its abort.
     expect(resB.stopReason).toBe('abort');
     expect(resB.generatedTokens).toBeLessThanOrEqual(bAtAbort + 2);

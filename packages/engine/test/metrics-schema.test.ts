@@ -136,6 +136,7 @@ describe('Prometheus names', () => {
     expect(RUN_METRIC).toEqual({
       generatedTokens: 'bmoe_generated_tokens_total',
       promptTokens: 'bmoe_prompt_tokens_total',
+      promptTokensCached: 'bmoe_prompt_tokens_cached_total',
       promptMs: 'bmoe_prompt_seconds_total',
     });
   });

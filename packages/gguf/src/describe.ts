@@ -183,12 +183,15 @@ export function describeModel(file: GgufFile): ModelShape {
     expertBytesPerLayer,
     layerExperts,
     expertTensors,
-    workingSetBytes(topK = expertsUsed): number {
-      if (!Number.isInteger(topK) || topK < 0) throw new RangeError(`topK must be a non-negative integer, got ${topK}`);
-      const k = experts > 0 ? Math.min(topK, experts) : topK;
-      return layerExperts.reduce((s, l) => s + k * l.expertBytes, 0);
-    },
+    workingSetBytes: (topK = expertsUsed): number => workingSet(layerExperts, experts, topK),
   };
+}
+
+/** ModelShape.workingSetBytes: every MoE layer reads top-k of its experts. */
+function workingSet(layers: readonly { expertBytes: number }[], experts: number, topK: number): number {
+  if (!Number.isInteger(topK) || topK < 0) throw new RangeError(`topK must be a non-negative integer, got ${topK}`);
+  const k = experts > 0 ? Math.min(topK, experts) : topK;
+  return layers.reduce((s, l) => s + k * l.expertBytes, 0);
 }
 
 /** ModelShape.kvBytesPerToken: the K and V projections' output widths over the layers, in f16. */

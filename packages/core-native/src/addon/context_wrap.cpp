@@ -171,7 +171,7 @@ void context_wrap::loop() {
         for (generate_job * j : active) step_set.push_back(&j->g);
         {
             // Contexts of one streamed model decode one step at a time (the streamer is shared).
-            std::unique_lock<std::mutex> decode_lock(ms->decode_mutex, std::defer_lock);
+            std::unique_lock<turn_lock> decode_lock(ms->decode_turns, std::defer_lock);
             if (ms->stream) decode_lock.lock();
             gen->step(step_set);
         }

@@ -5,6 +5,8 @@
 
 #include "llama.h"
 
+#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -27,6 +29,29 @@ struct model_load_params {
 struct streamer;
 struct file_guard;
 
+// A lock taken in arrival order (a ticket lock): two contexts stepping one streamed model
+// alternate. A plain mutex let the thread that just released it take it again at once, so one
+// context could run many steps while the other waited.
+struct turn_lock {
+    std::mutex              m;
+    std::condition_variable cv;
+    uint64_t                next    = 0;
+    uint64_t                serving = 0;
+
+    void lock() {
+        std::unique_lock<std::mutex> l(m);
+        const uint64_t ticket = next++;
+        cv.wait(l, [&] { return serving == ticket; });
+    }
+    void unlock() {
+        {
+            std::lock_guard<std::mutex> l(m);
+            serving++;
+        }
+        cv.notify_all();
+    }
+};
+
 struct model_state {
     llama_model *          model = nullptr;
     common_chat_templates * chat_templates = nullptr;  // the GGUF's own template
@@ -34,7 +59,7 @@ struct model_state {
     std::string            path;
     std::unique_ptr<streamer> stream;  // set when the experts are streamed
     std::vector<std::unique_ptr<file_guard>> guards; // SIGBUS recovery and change check, per mapped file (shard)
-    std::mutex             decode_mutex; // contexts of one model decode one at a time when streamed
+    turn_lock              decode_turns; // contexts of one model decode one step at a time when streamed, in turn
 
     ~model_state();
 
