@@ -101,23 +101,39 @@ describe.runIf(native)('429 only when every slot and the queue are full', () => 
   const s = serverForSuite({ parallel: 2, maxQueue: 1 });
 
   it('2 slots + 1 waiting are served; the 4th request at that moment gets 429', async () => {
-    const long = () => s.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Write a lot' }], max_tokens: 200, temperature: 0, stream: true });
-    const streams = [await long(), await long()];
-    const readers = streams.map(async (st) => {
-      for await (const _ of st) void _;
-    });
-    await new Promise((r) => setTimeout(r, 200));
+    const ac = new AbortController();
+    const long = async (): Promise<void> => {
+      const st = await s.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Write a lot' }], max_tokens: 3000, temperature: 0, stream: true }, { signal: ac.signal });
+      // Holding its slot until aborted below (3000 tokens take seconds even on the tiny model).
+      try {
+        for await (const _ of st) void _;
+      } catch {
+        // aborted by us
+      }
+    };
+    const running = [long(), long()];
+    await waitUntil(async () => (await scrape(s.url)).get('bmoe_slots_busy') === 2);
     const waiting = s.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Me next' }], max_tokens: 2 });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitUntil(async () => (await scrape(s.url)).get('bmoe_queue_depth') === 1);
     const refused = await s.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'And me' }], max_tokens: 2 }).then(
       () => null,
       (e: { status?: number }) => e.status,
     );
     expect(refused).toBe(429);
+    ac.abort();
     expect((await waiting).choices).toHaveLength(1);
-    await Promise.all(readers);
+    await Promise.all(running);
   });
 });
+
+/** Polls `ok` every 20 ms for up to 10 s. */
+async function waitUntil(ok: () => Promise<boolean>): Promise<void> {
+  const end = Date.now() + 10_000;
+  while (!(await ok())) {
+    if (Date.now() > end) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 describe.runIf(native)('kvDir: conversations saved when a slot is reused, restored when they return', () => {
   let dir: string;
