@@ -148,8 +148,9 @@ function registerWaiting(program: Command, bmoe: () => string[]): void {
     // The report states the cache in MiB: a size, not 'auto'.
     .addOption(engineFlag('stream.cacheMb', { help: 'expert cache, MiB', noAuto: true }))
     .option('--rounds <N>', 'interleaved rounds (each cell reports its median)', int(1), 3)
-    .action(async (o: { model: string; n: number; threads: number; ioThreads: number; cacheMb: number; rounds: number; prompt: string }) => {
-      const wopts = { model: o.model, n: o.n, threads: o.threads, lanes: o.ioThreads, cacheMb: o.cacheMb, rounds: o.rounds, prompt: o.prompt, bmoe: bmoe(), log: (l: string) => process.stderr.write(`${l}\n`) };
+    .option('--resident', 'hold the model resident (no streaming): the waits between graph nodes alone')
+    .action(async (o: { model: string; n: number; threads: number; ioThreads: number; cacheMb: number; rounds: number; prompt: string; resident?: boolean }) => {
+      const wopts = { model: o.model, n: o.n, threads: o.threads, lanes: o.ioThreads, cacheMb: o.cacheMb, rounds: o.rounds, prompt: o.prompt, resident: o.resident === true, bmoe: bmoe(), log: (l: string) => process.stderr.write(`${l}\n`) };
       const r = await runWaiting(wopts);
       process.stdout.write(`${waitingReport(r, wopts)}\n`);
     });

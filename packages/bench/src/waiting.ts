@@ -14,7 +14,7 @@ import { percentile } from '@bmoe/engine/metrics';
 import { parseDoneEvent } from './run-output.js';
 import { runInCgroup } from './cgroup.js';
 
-export const WAIT_POLICIES = ['libgomp', 'bmoe', 'passive', 'active'] as const;
+export const WAIT_POLICIES = ['libgomp', 'bmoe', 'passive', 'active', 'spin3000', 'spin30000'] as const;
 export type WaitPolicy = (typeof WAIT_POLICIES)[number];
 
 export interface WaitingOptions {
@@ -25,6 +25,8 @@ export interface WaitingOptions {
   cacheMb: number;
   rounds: number;
   prompt: string;
+  /** Resident (the model held in memory, no lanes) instead of streamed. Default false. */
+  resident?: boolean;
   bmoe: string[];
   log: (line: string) => void;
 }
@@ -41,13 +43,16 @@ const POLICY_ENV: Record<WaitPolicy, string[]> = {
   bmoe: ['-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT'],
   passive: ['-u', 'GOMP_SPINCOUNT', 'OMP_WAIT_POLICY=passive'],
   active: ['-u', 'GOMP_SPINCOUNT', 'OMP_WAIT_POLICY=active'],
+  // Bounded spins (libgomp spins this many times, then sleeps): between passive and libgomp's default.
+  spin3000: ['-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=3000'],
+  spin30000: ['-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=30000'],
 };
 
 /** argv running `bmoe run` under `policy`. */
 export function waitingArgv(o: WaitingOptions, policy: WaitPolicy): string[] {
   const env = ['env', ...POLICY_ENV[policy]];
-  return [...env, ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json',
-    '--moe-stream', '--cache-mb', String(o.cacheMb), '--io-threads', String(o.lanes), '--no-overlap', '--no-route-ahead'];
+  const stream = o.resident ? ['--no-moe-stream'] : ['--moe-stream', '--cache-mb', String(o.cacheMb), '--io-threads', String(o.lanes), '--no-overlap', '--no-route-ahead'];
+  return [...env, ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...stream];
 }
 
 /** One process that keeps one core busy (the neighbour), until killed. */
@@ -85,12 +90,14 @@ const POLICY_LABEL: Record<WaitPolicy, string> = {
   bmoe: "bmoe's default (nothing set)",
   passive: 'OMP_WAIT_POLICY=passive',
   active: 'OMP_WAIT_POLICY=active',
+  spin3000: 'GOMP_SPINCOUNT=3000',
+  spin30000: 'GOMP_SPINCOUNT=30000',
 };
 
 export function waitingReport(r: { cells: WaitingCell[]; openmp: boolean }, o: WaitingOptions): string {
   const out = [
     `OpenMP in this build: ${r.openmp ? 'yes (OMP_WAIT_POLICY applies)' : 'no (ggml\'s own thread pool: OMP_WAIT_POLICY has no effect)'}; ` +
-      `${o.threads} compute threads, ${o.lanes} read lanes, cache ${o.cacheMb} MiB, ${o.n} tokens, median of ${o.rounds} interleaved rounds.`,
+      `${o.threads} compute threads, ${o.resident ? 'resident' : `streamed: ${o.lanes} read lanes, cache ${o.cacheMb} MiB`}, ${o.n} tokens, median of ${o.rounds} interleaved rounds.`,
     '',
     '| wait policy | neighbour | s/token (median) | rounds | vs libgomp default, same neighbour |',
     '|---|---|---|---|---|',

@@ -25,6 +25,11 @@ describe('waiting cells', () => {
     expect(waitingArgv(o, 'passive').slice(0, 5)).toEqual(['env', '-u', 'GOMP_SPINCOUNT', 'OMP_WAIT_POLICY=passive', 'bmoe']);
     expect(waitingArgv(o, 'libgomp').slice(0, 5)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=300000', 'bmoe']);
     expect(waitingArgv(o, 'bmoe').slice(0, 6)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'bmoe']);
+    expect(waitingArgv(o, 'spin3000').slice(0, 5)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=3000', 'bmoe']);
+    // Resident: no streaming flags, the model held in memory.
+    const resident = waitingArgv({ ...o, resident: true }, 'passive');
+    expect(resident).toContain('--no-moe-stream');
+    expect(resident).not.toContain('--moe-stream');
     expect(waitingArgv(o, 'active')).toContain('--moe-stream');
     // Serial without route-ahead, as measured: auto would mix decode modes in while it probes.
     expect(waitingArgv(o, 'active').slice(-2)).toEqual(['--no-overlap', '--no-route-ahead']);
