@@ -337,14 +337,23 @@ Napi::Value context_wrap::cached_tokens(const Napi::CallbackInfo & info) {
     return out;
 }
 
-Napi::Value context_wrap::save_state(const Napi::CallbackInfo & info) {
+// saveState / loadState's arguments (seq, path, meta), checked on an open context with that
+// sequence idle.
+context_wrap::state_args context_wrap::read_state_args(const Napi::CallbackInfo & info, const char * what) {
     Napi::Env env = info.Env();
     if (!ctx || close_pending) throw Napi::Error::New(env, "the context is closed");
-    const int32_t seq = seq_arg(info, 0, "saveState(seq, path, meta)", false);
-    if (info.Length() < 3 || !info[1].IsString() || !info[2].IsString()) throw Napi::TypeError::New(env, "saveState(seq, path, meta): path and meta must be strings");
-    if (seq_busy[(size_t) seq]) throw Napi::Error::New(env, "saveState: a generation is running on sequence " + std::to_string(seq));
-    const std::string path = info[1].As<Napi::String>();
-    const std::string meta = info[2].As<Napi::String>();
+    const std::string call = std::string(what) + "(seq, path, meta)";
+    const int32_t seq = seq_arg(info, 0, call.c_str(), false);
+    if (info.Length() < 3 || !info[1].IsString() || !info[2].IsString()) throw Napi::TypeError::New(env, call + ": path and meta must be strings");
+    if (seq_busy[(size_t) seq]) throw Napi::Error::New(env, std::string(what) + ": a generation is running on sequence " + std::to_string(seq));
+    return { seq, info[1].As<Napi::String>(), info[2].As<Napi::String>() };
+}
+
+Napi::Value context_wrap::save_state(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    const state_args a = read_state_args(info, "saveState");
+    const int32_t seq = a.seq;
+    const std::string path = a.path, meta = a.meta;
     generator * g = gen.get();
     llama_context * c = ctx;
     return queue_op(env, [g, c, seq, path, meta] {
@@ -355,12 +364,9 @@ Napi::Value context_wrap::save_state(const Napi::CallbackInfo & info) {
 
 Napi::Value context_wrap::load_state(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
-    if (!ctx || close_pending) throw Napi::Error::New(env, "the context is closed");
-    const int32_t seq = seq_arg(info, 0, "loadState(seq, path, meta)", false);
-    if (info.Length() < 3 || !info[1].IsString() || !info[2].IsString()) throw Napi::TypeError::New(env, "loadState(seq, path, meta): path and meta must be strings");
-    if (seq_busy[(size_t) seq]) throw Napi::Error::New(env, "loadState: a generation is running on sequence " + std::to_string(seq));
-    const std::string path = info[1].As<Napi::String>();
-    const std::string meta = info[2].As<Napi::String>();
+    const state_args a = read_state_args(info, "loadState");
+    const int32_t seq = a.seq;
+    const std::string path = a.path, meta = a.meta;
     generator * g = gen.get();
     llama_context * c = ctx;
     return queue_op(env, [g, c, seq, path, meta] {

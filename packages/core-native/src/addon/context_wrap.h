@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -71,6 +72,12 @@ struct context_wrap : public Napi::ObjectWrap<context_wrap> {
     // Queues `work` for the decode thread; the promise settles with its number or its error.
     Napi::Value queue_op(Napi::Env env, std::function<double()> work);
     int32_t     seq_arg(const Napi::CallbackInfo & info, size_t i, const char * what, bool optional);
+    struct state_args {
+        int32_t     seq;
+        std::string path;
+        std::string meta;
+    };
+    state_args  read_state_args(const Napi::CallbackInfo & info, const char * what);
 };
 
 }  // namespace bmoe
