@@ -24,8 +24,12 @@ export interface GuardOptions {
 export interface RequestGuard {
   /** null when the Host header names this server, else the 403 to answer. */
   checkHost(host: string | undefined): ApiError | null;
-  /** null when no key is set or `Authorization: Bearer <key>` carries it, else the 401 to answer. */
-  checkKey(authorization: string | undefined): ApiError | null;
+  /**
+   * null when no key is set or `Authorization: Bearer <key>` carries it, else the 401 to answer.
+   * With `apiKeyHeader` (the Anthropic routes: the value of their `x-api-key` header, undefined
+   * when absent), that header may carry the key instead.
+   */
+  checkKey(authorization: string | undefined, apiKeyHeader?: { value: string | undefined }): ApiError | null;
 }
 
 const WILDCARD = new Set(['0.0.0.0', '::', '[::]']);
@@ -81,15 +85,18 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
         'host_not_allowed',
       );
     },
-    checkKey(authorization) {
+    checkKey(authorization, apiKeyHeader) {
       if (keyHash === null) return null;
       const header = authorization ?? '';
       const m = /^Bearer\s+(.+)$/i.exec(header.trim());
       if (m?.[1] && timingSafeEqual(sha256(m[1]), keyHash)) return null;
+      const xKey = apiKeyHeader?.value;
+      if (xKey && timingSafeEqual(sha256(xKey), keyHash)) return null;
+      const how = apiKeyHeader ? 'x-api-key: <key> or Authorization: Bearer <key>' : 'Authorization: Bearer <key>';
       return new ApiError(
         401,
         'invalid_request_error',
-        header ? 'invalid API key (Authorization: Bearer <key> does not match --api-key)' : 'missing API key: send Authorization: Bearer <key>',
+        header || xKey ? `invalid API key (${how} does not match --api-key)` : `missing API key: send ${how}`,
         'invalid_api_key',
         null,
         { 'www-authenticate': 'Bearer' },

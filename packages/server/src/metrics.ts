@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 export type RequestOutcome = 'completed' | 'disconnected' | 'rejected' | 'failed';
 
 /** The generation endpoints, as the `endpoint` label. */
-export type Endpoint = '/v1/chat/completions' | '/v1/completions';
+export type Endpoint = '/v1/chat/completions' | '/v1/completions' | '/v1/messages' | '/v1/responses';
 
 type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
 

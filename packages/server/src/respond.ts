@@ -46,7 +46,7 @@ export interface RespondContext {
  * How long a stream waits for its first event before it opens anyway: preparing a prompt within
  * the request limits takes well under this, so its refusals still come as a plain 400.
  */
-const SSE_OPEN_AFTER_MS = 1000;
+export const SSE_OPEN_AFTER_MS = 1000;
 
 /** The request field that constrains the answer (its grammar comes from it), or null. */
 export function constraintParam(spec: GenerationSpec): string | null {
@@ -58,7 +58,7 @@ export function constraintParam(spec: GenerationSpec): string | null {
 }
 
 /** What the generation gave, read to its end. */
-interface Outcome {
+export interface Outcome {
   firstTokenMs: number | null;
   lastTokenMs: number;
   result: GenerationResult | null;
@@ -108,7 +108,7 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
 const hasContent = (d: MessageDelta): boolean => Boolean(d.content || d.reasoningContent || d.toolCalls?.length);
 
 /** Iterates the tokens (each one's delta through `onToken`), then awaits the result. */
-async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: RespondContext, onToken: (delta: MessageDelta, token: TokenMetrics) => void): Promise<Outcome> {
+export async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: RespondContext, onToken: (delta: MessageDelta, token: TokenMetrics) => void): Promise<Outcome> {
   const out: Outcome = { firstTokenMs: null, lastTokenMs: 0, result: null, failure: null };
   try {
     for await (const ev of gen) {
@@ -135,7 +135,7 @@ async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: Respon
 }
 
 /** The error the client gets for a generation that failed or was stopped by shutdown; null when it ended well. */
-function failureOf(out: Outcome, spec: GenerationSpec): ApiError | null {
+export function failureOf(out: Outcome, spec: GenerationSpec): ApiError | null {
   if (out.failure !== null) return engineError(out.failure, spec.inputParam, 'run', constraintParam(spec));
   if (out.result?.stopReason === 'abort') return shuttingDown('the server is shutting down; the generation was stopped');
   return null;

@@ -1,10 +1,11 @@
 // A generation request's turn: it waits in the FIFO queue (429 when the queue is full), leaves it
 // when its client disconnects, holds the model while it generates, and releases it only once the
 // native call has returned, so the next request never overlaps it.
+import type { Session } from '@bmoe/engine';
 import type { FastifyReply } from 'fastify';
 import type { ServerCore } from './core.js';
 import { ApiError, engineError, shuttingDown } from './errors.js';
-import { constraintParam, respond, type GenerationSpec } from './respond.js';
+import { constraintParam, respond, type GenerationSpec, type RespondContext } from './respond.js';
 import type { TakenSlot } from './slots.js';
 import { QueueFullError, TurnCancelledError } from './turns.js';
 
@@ -36,8 +37,14 @@ function watchRequest(reply: FastifyReply, shutdown: AbortSignal): Watch {
   };
 }
 
+/**
+ * Generates in the slot and writes the answer: `respond` (OpenAI's shapes), or another API's
+ * (anthropic/respond.ts). `prompt` is the prompt's tokens, as prepared for the slot choice.
+ */
+export type Responder = (session: Session, reply: FastifyReply, spec: GenerationSpec, signal: AbortSignal, ctx: RespondContext, prompt: readonly number[]) => Promise<unknown>;
+
 /** Queue → generate → answer (one JSON body, or SSE chunks). */
-export async function serveGeneration(core: ServerCore, reply: FastifyReply, spec: GenerationSpec): Promise<unknown> {
+export async function serveGeneration(core: ServerCore, reply: FastifyReply, spec: GenerationSpec, answer: Responder = respond): Promise<unknown> {
   const t0 = performance.now();
   const { pool, model } = core.serving();
   // Refused before it queues: a grammar, schema or tools over their bounds is a 400 at once,
@@ -73,14 +80,14 @@ export async function serveGeneration(core: ServerCore, reply: FastifyReply, spe
     }
     slot = await pool.take(prompt);
     core.slotsChanged();
-    return await respond(slot.session, reply, spec, watch.signal, {
+    return await answer(slot.session, reply, spec, watch.signal, {
       metrics: core.metrics,
       modelId: core.opts.modelId,
       stream: core.streamOptions(),
       t0,
       queueMs: turnStart - t0,
       isDisconnected: watch.disconnected,
-    });
+    }, prompt);
   } finally {
     watch.dispose();
     core.turnHeld((performance.now() - turnStart) / 1000);

@@ -8,8 +8,8 @@ import type { FastifyReply } from 'fastify';
 const HEARTBEAT_MS = 15_000;
 
 export interface Sse {
-  /** One `data:` event (a JSON object, or the literal `[DONE]`); opens the stream first. */
-  send(data: object | '[DONE]'): void;
+  /** One `data:` event (a JSON object, or the literal `[DONE]`), named by an `event:` line when `event` is given; opens the stream first. */
+  send(data: object | '[DONE]', event?: string): void;
   /** The stream has started: errors from now on go into it. */
   readonly opened: boolean;
   /** Ends the stream if it opened; stops the timers either way. */
@@ -29,9 +29,9 @@ export function createSse(reply: FastifyReply, opts: SseOptions): Sse {
   let beat: NodeJS.Timeout | null = null;
   let last = Date.now();
   const writable = (): boolean => !res.destroyed && !res.writableEnded;
-  const write = (data: object | '[DONE]'): void => {
+  const write = (data: object | '[DONE]', event?: string): void => {
     if (!writable()) return;
-    res.write(`data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`);
+    res.write(`${event ? `event: ${event}\n` : ''}data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`);
     last = Date.now();
   };
   const open = (): void => {
@@ -64,9 +64,9 @@ export function createSse(reply: FastifyReply, opts: SseOptions): Sse {
   }, opts.openAfterMs);
   grace.unref();
   return {
-    send(data) {
+    send(data, event) {
       open();
-      write(data);
+      write(data, event);
     },
     get opened() {
       return opened;
