@@ -7,6 +7,7 @@ import { drainBody } from './drain.js';
 import { ApiError, sendApiError, toApiError } from './errors.js';
 import { chatSpec, completionSpec } from './request.js';
 import { chatCompletionBody, completionBody, type ChatCompletionBody, type CompletionBody } from './schemas.js';
+import { registerResponses } from './responses/routes.js';
 import { serveGeneration } from './serve.js';
 
 /**
@@ -51,7 +52,7 @@ function registerV1(v1: FastifyInstance, core: ServerCore): void {
     if (api.status === 413) await drainBody(req.raw, 16 * core.opts.bodyLimitBytes, 10_000);
     // Every refusal of a generation request is counted here, whichever step refused it.
     const endpoint = req.routeOptions.url;
-    if (endpoint === '/v1/chat/completions' || endpoint === '/v1/completions') {
+    if (endpoint === '/v1/chat/completions' || endpoint === '/v1/completions' || endpoint === '/v1/responses') {
       core.metrics.request(endpoint, api.status >= 500 ? 'failed' : 'rejected', null);
     }
     return sendApiError(reply, api);
@@ -78,4 +79,6 @@ function registerV1(v1: FastifyInstance, core: ServerCore): void {
   v1.post<{ Body: CompletionBody }>('/completions', { schema: { body: completionBody } }, async (req, reply) =>
     serveGeneration(core, reply, completionSpec(core, req.body)),
   );
+  // OpenAI's Responses API, converted to the chat path (responses/).
+  registerResponses(v1, core);
 }
