@@ -3,6 +3,7 @@
 // and the generation endpoints.
 import type { FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
+import { isAnthropicRoute, registerAnthropic } from './anthropic/routes.js';
 import { drainBody } from './drain.js';
 import { ApiError, sendApiError, toApiError } from './errors.js';
 import { chatSpec, completionSpec } from './request.js';
@@ -43,7 +44,9 @@ export function registerRoutes(app: FastifyInstance, core: ServerCore): void {
 
 function registerV1(v1: FastifyInstance, core: ServerCore): void {
   v1.addHook('onRequest', async (req) => {
-    const denied = core.guard.checkKey(req.headers.authorization);
+    // Anthropic's clients send the key as `x-api-key`: their routes take it there too.
+    const xApiKey = req.headers['x-api-key'];
+    const denied = core.guard.checkKey(req.headers.authorization, isAnthropicRoute(req) ? { value: typeof xApiKey === 'string' ? xApiKey : undefined } : undefined);
     if (denied) throw denied;
   });
   v1.setErrorHandler(async (err, req, reply) => {
@@ -79,6 +82,8 @@ function registerV1(v1: FastifyInstance, core: ServerCore): void {
   v1.post<{ Body: CompletionBody }>('/completions', { schema: { body: completionBody } }, async (req, reply) =>
     serveGeneration(core, reply, completionSpec(core, req.body)),
   );
+  // Anthropic's Messages API, converted to the chat path (anthropic/).
+  registerAnthropic(v1, core);
   // OpenAI's Responses API, converted to the chat path (responses/).
   registerResponses(v1, core);
 }

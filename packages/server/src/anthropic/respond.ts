@@ -1,0 +1,74 @@
+// One generation → one Anthropic answer, on the server's own generation path (serve.ts queues it
+// and picks its slot; respond.ts's readGeneration reads the tokens and moves /metrics): the
+// Message body, or the stream's events as each token adds to the answer (stream.ts), or the error
+// the client is owed — Anthropic's error body before the stream opened (thrown to the route's
+// error handler), an `error` event after. As llama-server's handle_completions_impl does with
+// TASK_RESPONSE_TYPE_ANTHROPIC (tools/server/server-context.cpp): the events are named SSE events
+// (`event:` lines), and no `[DONE]` ends them.
+import type { Generation, Model } from '@bmoe/engine';
+import { engineError, shuttingDown } from '../errors.js';
+import { SSE_OPEN_AFTER_MS, constraintParam, failureOf, readGeneration } from '../respond.js';
+import type { Responder } from '../serve.js';
+import { bmoeResult } from '../shapes.js';
+import { commonPrefix } from '../slot-choice.js';
+import { createSse } from '../sse.js';
+import { anthropicErrorBody } from './errors.js';
+import { endingOf, matchedStop, messageBody, messageId, resultUsage, usageOf } from './response.js';
+import { AnthropicEvents, type StreamEvent } from './stream.js';
+
+/** The responder of /v1/messages; `model` reads the answer's tokens back (which stop sequence ended it). */
+export function anthropicResponder(model: Model): Responder {
+  return async (session, reply, spec, signal, ctx, prompt) => {
+    // What message_start reports: the prompt, and the part of it the slot holds (evaluated again: at most all but one).
+    const reused = Math.min(commonPrefix(session.cachedTokens, prompt), Math.max(prompt.length - 1, 0));
+    let gen: Generation;
+    try {
+      gen = session.generate(spec.input, { ...spec.generate, signal });
+    } catch (err) {
+      throw engineError(err, spec.inputParam, 'start', constraintParam(spec));
+    }
+    const id = messageId();
+    const events = new AnthropicEvents(id, ctx.modelId, usageOf(prompt.length, reused, 0));
+    const sse = spec.stream ? createSse(reply, { preamble: null, openAfterMs: SSE_OPEN_AFTER_MS }) : null;
+    const send = (list: readonly StreamEvent[]): void => {
+      for (const e of list) sse?.send(e.data, e.event);
+    };
+    // message_start comes with the first token, as llama-server sends it; held-back text sends nothing.
+    const out = await readGeneration(gen, spec, ctx, (delta) => {
+      if (sse) send(events.delta(delta));
+    });
+    const totalSeconds = (performance.now() - ctx.t0) / 1000;
+
+    if (ctx.isDisconnected()) {
+      ctx.metrics.request(spec.endpoint, 'disconnected', totalSeconds);
+      sse?.end();
+      if (!sse?.opened) reply.hijack();
+      return undefined;
+    }
+    const refusal = failureOf(out, spec);
+    if (refusal || !out.result) {
+      const err = refusal ?? shuttingDown('the server is shutting down; the generation was stopped');
+      if (!sse?.opened) {
+        sse?.end();
+        throw err; // answered (and counted) by the route's error handler
+      }
+      ctx.metrics.request(spec.endpoint, err.status >= 500 ? 'failed' : 'rejected', totalSeconds);
+      sse.send(anthropicErrorBody(err), 'error');
+      sse.end();
+      return undefined;
+    }
+    ctx.metrics.request(spec.endpoint, 'completed', totalSeconds);
+    const result = out.result;
+    const stops = spec.generate.stop ?? [];
+    const matched = result.stopReason === 'stop' ? matchedStop(model.detokenize(result.tokens), typeof stops === 'string' ? [stops] : stops) : null;
+    const ending = endingOf(result, matched);
+    const timings = { queueMs: ctx.queueMs, ttftMs: out.firstTokenMs ?? out.lastTokenMs, totalMs: out.lastTokenMs };
+    const bmoe = bmoeResult(result, ctx.stream, result.stopReason, timings);
+    if (!sse) return reply.send(messageBody(id, ctx.modelId, result, ending, bmoe));
+    // What the finished answer holds beyond the deltas sent (text held back to the end), then the end.
+    send(events.delta(result.finalDelta));
+    send(events.finish(ending, resultUsage(result), bmoe));
+    sse.end();
+    return undefined;
+  };
+}
