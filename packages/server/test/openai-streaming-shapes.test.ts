@@ -11,42 +11,12 @@ import { engineError } from '../src/errors.js';
 import type { ChatCompletionChunk, Completion } from '../src/index.js';
 import { engineSeed } from '../src/request.js';
 import { SDK_HINTS, THREADS, native, postJson, serverForSuite, startServer, waitFor, type Started } from './helpers.js';
+import { readWire, wire, type Wire } from './wire.js';
 
 type Params = OpenAI.Chat.ChatCompletionCreateParamsNonStreaming;
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
 const user = (content: string): Message[] => [{ role: 'user', content }];
 const TWO_32 = 2 ** 32;
-
-interface Wire {
-  status: number;
-  contentType: string;
-  /** The `data:` events before `[DONE]`, parsed (comments skipped). */
-  events: Record<string, unknown>[];
-  /** The stream ended with `data: [DONE]`. */
-  done: boolean;
-  json: unknown;
-}
-
-/** The answer to a raw POST as it is on the wire: the SSE events, or the JSON body. */
-function readWire(status: number, contentType: string, text: string): Wire {
-  if (!contentType.startsWith('text/event-stream')) return { status, contentType, events: [], done: false, json: JSON.parse(text) as unknown };
-  const data = text
-    .split('\n\n')
-    .filter((e) => e.trim() !== '' && !e.startsWith(':'))
-    .map((e) => {
-      expect(e.startsWith('data: '), e).toBe(true);
-      return e.slice(6);
-    });
-  const done = data.at(-1) === '[DONE]';
-  if (done) data.pop();
-  expect(data).not.toContain('[DONE]');
-  return { status, contentType, events: data.map((d) => JSON.parse(d) as Record<string, unknown>), done, json: null };
-}
-
-async function wire(url: string, path: string, body: unknown): Promise<Wire> {
-  const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
-  return readWire(res.status, res.headers.get('content-type') ?? '', await res.text());
-}
 
 describe('the seed and failure mappings', () => {
   it('a 64-bit seed is taken modulo 2^32; -1 (2^32 - 1 modulo 2^32, llama.cpp\'s default seed) is random', () => {
@@ -100,6 +70,15 @@ describe.skipIf(!native)('ranges as OpenAI and llama-server take them (tiny qwen
     expect(await chat({ seed: -1, temperature: 0 })).toBe(await chat({ temperature: 0 }));
     const c = await postJson(s.url, '/v1/completions', JSON.stringify({ prompt: 'x', max_tokens: 2, seed: -1 }));
     expect(c.status).toBe(200);
+  });
+
+  it('seed -1 (and 2^32 - 1, what llama.cpp reads as random) draws a fresh seed for every request; a given seed answers the same', async () => {
+    for (const seed of [-1, TWO_32 - 1]) {
+      const answers = new Set<string>();
+      for (let i = 0; i < 4; i++) answers.add(await chat({ seed }));
+      expect(answers.size, `seed ${seed}: ${[...answers].join(' | ')}`).toBeGreaterThan(1);
+    }
+    expect(await chat({ seed: 5 })).toBe(await chat({ seed: 5 }));
   });
 
   it('64-bit and negative seeds are accepted and deterministic: the same answer as their value modulo 2^32', async () => {
