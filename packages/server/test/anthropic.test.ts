@@ -9,6 +9,15 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { normalizeBillingHeader } from '../src/anthropic/request.js';
 import { THREADS, gptOssFixture, native, postJson, sample, scrape, serverForSuite, waitFor } from './helpers.js';
 
+// This SDK's params type has no sampling fields (the API still takes them): they are added here.
+declare module '@anthropic-ai/sdk/resources/messages/messages' {
+  interface MessageCreateParamsBase {
+    temperature?: number;
+    top_p?: number;
+    top_k?: number;
+  }
+}
+
 type Params = Anthropic.MessageCreateParamsNonStreaming;
 type Message = Anthropic.MessageParam;
 const KEY = 'sk-ant-test';
@@ -170,6 +179,29 @@ describe.skipIf(!native)('Anthropic Messages API with @anthropic-ai/sdk (tiny qw
     await sameStart(client);
     const final = await client.messages.stream(stopped).finalMessage();
     expect(final).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: stop, content: r.content });
+  });
+
+  it('output_config.format constrains the answer to its JSON schema; adaptive thinking and the cache and routing hints are accepted', async () => {
+    const schema = { type: 'object', properties: { ok: { type: 'boolean' }, size: { enum: ['s', 'm', 'l'] } }, required: ['ok', 'size'], additionalProperties: false };
+    const r = await client.messages.create({
+      model: 'm',
+      max_tokens: 200,
+      temperature: 0,
+      messages: user('Answer in JSON'),
+      // Reasoning off: with it on, the grammar lets free thinking come first, which random weights may not end.
+      thinking: { type: 'disabled' },
+      output_config: { format: { type: 'json_schema', schema }, effort: 'low' },
+      cache_control: { type: 'ephemeral' },
+      service_tier: 'auto',
+      inference_geo: 'us',
+    });
+    expect(r.stop_reason).toBe('end_turn');
+    const v = JSON.parse(textOf(r)) as { ok: unknown; size: unknown };
+    expect(typeof v.ok).toBe('boolean');
+    expect(['s', 'm', 'l']).toContain(v.size);
+    // Adaptive thinking leaves the template's default (as no thinking field does).
+    const count = (thinking?: Anthropic.ThinkingConfigParam) => client.messages.countTokens({ model: 'm', messages: user('Hi'), ...(thinking ? { thinking } : {}) }).then((c) => c.input_tokens);
+    expect(await count({ type: 'adaptive' })).toBe(await count());
   });
 
   it('takes temperature, top_p and top_k', async () => {

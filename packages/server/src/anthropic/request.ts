@@ -6,7 +6,8 @@
 // tool_use blocks become tool_calls (input as JSON text), tool_result blocks become tool messages
 // (a block list's text joined); a message left with nothing is dropped; tools become function
 // tools (input_schema their parameters); tool_choice auto/any → 'auto'/'required';
-// stop_sequences → stop; thinking enabled/disabled → the template's reasoning on/off.
+// stop_sequences → stop; thinking enabled/disabled → the template's reasoning on/off. Beyond
+// llama.cpp: output_config.format (a JSON schema) is chat's response_format json_schema.
 // Where this differs from llama.cpp: tool messages come before the text of the user message that
 // carries them (Anthropic puts tool_result blocks first; llama.cpp emitted the text first), a
 // { type: 'tool', name } choice forces that tool (llama.cpp: any tool), 'none' is honoured,
@@ -71,7 +72,7 @@ function convertMessage(m: AnthropicMessage): MessageBody[] {
 }
 
 /** The chat request fields that shape the prompt: messages, tools, tool_choice, reasoning. */
-function promptFields(b: MessagesBody | CountTokensBody): Pick<ChatCompletionBody, 'messages' | 'tools' | 'tool_choice' | 'parallel_tool_calls' | 'chat_template_kwargs' | 'model'> {
+function promptFields(b: MessagesBody | CountTokensBody): Pick<ChatCompletionBody, 'messages' | 'tools' | 'tool_choice' | 'parallel_tool_calls' | 'chat_template_kwargs' | 'response_format' | 'model'> {
   const system = systemMessage(b.system);
   const messages = [...(system ? [system] : []), ...b.messages.flatMap(convertMessage)];
   const out: ReturnType<typeof promptFields> = { messages, model: b.model };
@@ -86,7 +87,10 @@ function promptFields(b: MessagesBody | CountTokensBody): Pick<ChatCompletionBod
     out.tool_choice = choice.type === 'any' ? 'required' : choice.type === 'tool' ? { type: 'function', function: { name: choice.name } } : choice.type;
     if (choice.type !== 'none' && choice.disable_parallel_tool_use === true) out.parallel_tool_calls = false;
   }
-  if (b.thinking) out.chat_template_kwargs = { enable_thinking: b.thinking.type === 'enabled' };
+  const think = b.thinking?.type;
+  if (think === 'enabled' || think === 'disabled') out.chat_template_kwargs = { enable_thinking: think === 'enabled' };
+  const format = b.output_config?.format;
+  if (format) out.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } };
   return out;
 }
 

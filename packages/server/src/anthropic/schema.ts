@@ -129,15 +129,30 @@ const toolChoice = NULLABLE(
 );
 
 const BUDGET = 'must be an integer of at least 1 (accepted; the template has no reasoning budget)';
-const THINKING = "must be { type: 'enabled', budget_tokens } or { type: 'disabled' }";
+const THINKING = "must be { type: 'enabled', budget_tokens }, { type: 'disabled' }, { type: 'adaptive' } or { type: 'between_tools' }";
 const thinking = NULLABLE(
   z.discriminatedUnion(
     'type',
     [
       z.strictObject({ type: z.literal('enabled'), budget_tokens: z.number(BUDGET).int(BUDGET).min(1, BUDGET), display: ignored(str) }),
       z.strictObject({ type: z.literal('disabled') }),
+      // The model decides when to think: the template's default (its reasoning on where it has one).
+      z.strictObject({ type: z.literal('adaptive'), display: ignored(str) }),
+      z.strictObject({ type: z.literal('between_tools') }),
     ],
     THINKING,
+  ),
+);
+
+const FORMAT = "must be { type: 'json_schema', schema }";
+/** Anthropic's output_config: `format` constrains the answer (as chat's response_format); `effort` levels are not modelled. */
+const outputConfig = NULLABLE(
+  z.strictObject(
+    {
+      effort: ignored(str),
+      format: NULLABLE(z.strictObject({ type: z.literal('json_schema', FORMAT), schema: jsonObject }, FORMAT)),
+    },
+    'must be an object { effort, format }',
   ),
 );
 
@@ -157,6 +172,14 @@ const promptFields = {
   tools,
   tool_choice: toolChoice,
   thinking,
+  output_config: outputConfig,
+  // Prompt-cache, routing and account hints: nothing the answer depends on here.
+  cache_control: cacheControl,
+  inference_geo: ignored(str),
+  speed: ignored(str),
+  user_profile_id: ignored(str),
+  workspace_id: ignored(str),
+  diagnostics: ignored(z.looseObject({}, 'must be an object')),
   // Anthropic's newer request fields that this server does not implement.
   mcp_servers: unsupported('MCP servers are not supported; call the tools from the client', (v) => Array.isArray(v) && v.length === 0),
   context_management: unsupported('context management is not supported'),
