@@ -23,6 +23,9 @@ endif()
 if (BMOE_GGML_CPU_H MATCHES "ggml_cpu_repack_expert")
     list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_REPACK_EXPERT)
 endif()
+if (EXISTS ${BMOE_LLAMA_DIR}/ggml/include/ggml-cpu-barrier.h)
+    list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_BARRIER_SPIN)
+endif()
 if (BMOE_LLAMA_H MATCHES "cold_tensors")
     list(APPEND BMOE_FEATURE_DEFS BMOE_HAVE_COLD_TENSORS)
 endif()
@@ -40,7 +43,8 @@ add_library(bmoe_policy STATIC
     src/cache/cache_budget.cpp
     src/stream/stream_config.cpp
     src/stream/route_select.cpp
-    src/stream/decode_choice.cpp)
+    src/stream/decode_choice.cpp
+    src/compute/wait_policy.cpp)
 target_include_directories(bmoe_policy PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 
 # Bounds on what requests and model files bring to llama.cpp (grammars, JSON schemas, request
@@ -116,12 +120,15 @@ if (BMOE_DEV_TARGETS)
     add_executable(test_decode_choice test/cpp/test_decode_choice.cpp)
     target_link_libraries(test_decode_choice PRIVATE bmoe_policy)
     add_test(NAME decode_choice COMMAND test_decode_choice)
+    add_executable(test_wait_policy test/cpp/test_wait_policy.cpp)
+    target_link_libraries(test_wait_policy PRIVATE bmoe_policy)
+    add_test(NAME wait_policy COMMAND test_wait_policy)
     add_executable(test_grammar_limits test/cpp/test_grammar_limits.cpp)
     target_link_libraries(test_grammar_limits PRIVATE bmoe_limits)
     add_test(NAME grammar_limits COMMAND test_grammar_limits)
     add_executable(test_schema_limits test/cpp/test_schema_limits.cpp)
     target_link_libraries(test_schema_limits PRIVATE bmoe_limits)
     add_test(NAME schema_limits COMMAND test_schema_limits)
-    add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice
+    add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice test_wait_policy
                                              test_grammar_limits test_schema_limits)
 endif()

@@ -2,7 +2,13 @@
 
 #include "bmoe/sys/proc_stats.h"
 
+#ifdef BMOE_HAVE_BARRIER_SPIN
+#include "ggml-cpu-barrier.h"
+#endif
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 
@@ -48,6 +54,42 @@ struct decode_timer {
         return m;
     }
 };
+
+struct barrier_counts {
+    uint64_t waits = 0;
+    uint64_t slept = 0;
+};
+
+// The policy's spin for this decode, and the barrier counts before it (patch 0006; without it the
+// build keeps ggml's own waiting and the policy sees nothing).
+barrier_counts barrier_begin(const wait_policy & w) {
+    barrier_counts c;
+#ifdef BMOE_HAVE_BARRIER_SPIN
+    ggml_cpu_set_barrier_spin(w.next_spin());
+    ggml_cpu_barrier_counts(&c.waits, &c.slept);
+#else
+    (void) w;
+#endif
+    return c;
+}
+
+void barrier_end(wait_policy & w, const barrier_counts & c0) {
+#ifdef BMOE_HAVE_BARRIER_SPIN
+    barrier_counts c;
+    ggml_cpu_barrier_counts(&c.waits, &c.slept);
+    const int64_t spin = w.next_spin();
+    w.observe(c.waits - c0.waits, c.slept - c0.slept);
+    static const bool debug = std::getenv("BMOE_DEBUG_WAIT") != nullptr;
+    if (debug) {
+        std::fprintf(stderr, "[wait] spin %lld ns: %llu waits, %llu slept -> %s%s\n", (long long) spin,
+                     (unsigned long long) (c.waits - c0.waits), (unsigned long long) (c.slept - c0.slept),
+                     w.sleeping() ? "sleeping" : "spinning", w.probing() ? " (probe next)" : "");
+    }
+#else
+    (void) w;
+    (void) c0;
+#endif
+}
 
 void batch_add(llama_batch & b, llama_token t, llama_pos pos, llama_seq_id seq, bool logits) {
     const int32_t i = b.n_tokens++;
@@ -111,6 +153,10 @@ generator::~generator() {
 
 void generator::attach() {
     cached.assign((size_t) n_seq, {});
+    // BMOE_WAIT overrides the barrier waiting (auto, spin, sleep, upstream) for measuring it.
+    if (const char * w = std::getenv("BMOE_WAIT")) {
+        if (!wait_mode_parse(w, waits.mode)) std::fprintf(stderr, "bmoe: BMOE_WAIT=%s is not auto, spin, sleep or upstream; using auto\n", w);
+    }
     // The generating tokens of every sequence plus prompt chunks: at most n_batch per decode.
     batch_cap = n_batch;
     batch     = llama_batch_init(batch_cap, 0, 1);
@@ -286,9 +332,11 @@ void generator::step(const std::vector<generation *> & active) {
     if (batch.n_tokens == 0) return;
 
     stop_decode.store(false);
+    const barrier_counts b0 = barrier_begin(waits);
     decode_timer  timer(observer, &stop_decode);
     const int32_t rc = llama_decode(ctx, batch);
     const token_metrics m = timer.finish();
+    barrier_end(waits, b0);
     // An observer that stopped a decode (a failed read, a changed file) is an error, not an abort.
     // So is a model file that changed under the decode (its output is garbage).
     std::string why = observer ? observer->error() : std::string();

@@ -6,6 +6,7 @@
 // streamed step reads each routed expert once for all of them. Sampling, per-token metrics,
 // abort (per generation), context shift. One generator per llama_context; not thread-safe except
 // the atomics (`generation::abort`, `stop_decode`).
+#include "bmoe/compute/wait_policy.h"
 #include "bmoe/runtime/sampler.h"
 #include "bmoe/stream/decode_observer.h"
 
@@ -87,6 +88,8 @@ struct generator {
     // Raised by the observer (a decode it cannot finish) or by the owner (closing): the running
     // llama_decode stops at its next graph node. Cleared at the start of every step.
     std::atomic<bool>        stop_decode{false};
+    // How the compute threads wait at ggml's barriers, chosen before each decode (compute/).
+    wait_policy              waits;
 
     generator() = default;
     ~generator();

@@ -1,0 +1,64 @@
+#include "bmoe/compute/wait_policy.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace bmoe {
+
+bool wait_mode_parse(const std::string & s, wait_mode & out) {
+    if (s == "auto") out = wait_mode::auto_;
+    else if (s == "spin") out = wait_mode::spin;
+    else if (s == "sleep") out = wait_mode::sleep;
+    else if (s == "upstream") out = wait_mode::upstream;
+    else return false;
+    return true;
+}
+
+const char * wait_mode_name(wait_mode m) {
+    switch (m) {
+        case wait_mode::auto_: return "auto";
+        case wait_mode::spin: return "spin";
+        case wait_mode::sleep: return "sleep";
+        case wait_mode::upstream: return "upstream";
+    }
+    return "auto";
+}
+
+int64_t wait_policy::next_spin() const {
+    switch (mode) {
+        case wait_mode::upstream: return -1;
+        case wait_mode::spin: return std::numeric_limits<int64_t>::max();
+        case wait_mode::sleep: return 0;
+        case wait_mode::auto_: break;
+    }
+    return sleeping_ && !probing_ ? 0 : spin_ns;
+}
+
+void wait_policy::observe(uint64_t waits, uint64_t slept) {
+    if (mode != wait_mode::auto_) return;
+    const bool known = waits >= min_waits;
+    // Lost: most waits outlasted the spin, so spinning only burnt the core before sleeping anyway.
+    const bool lost = known && slept * 2 > waits;
+    if (!sleeping_) {
+        if (lost) {
+            sleeping_    = true;
+            probe_every_ = probe_min;
+            until_probe_ = probe_every_;
+        }
+        return;
+    }
+    if (probing_) {
+        if (!known) return;  // the probe goes on until a step says something
+        probing_ = false;
+        if (!lost) {
+            sleeping_ = false;
+            return;
+        }
+        probe_every_ = std::min(probe_every_ * 2, probe_max);
+        until_probe_ = probe_every_;
+        return;
+    }
+    if (--until_probe_ <= 0) probing_ = true;
+}
+
+}  // namespace bmoe
