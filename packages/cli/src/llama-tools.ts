@@ -19,13 +19,13 @@ export interface LlamaCompletionOptions {
   extraArgs?: readonly string[];
   /** Default: the one built from the pinned source (a one-line error when it is not built). */
   binary?: string;
-  /** Let llama.cpp repack weights (its own default; bmoe's `--repack`). Default false (`-nr`). */
+  /** Let llama.cpp repack weights (its default and bmoe's; false is `-nr`, bmoe's `--no-repack`). Default true. */
   repack?: boolean;
 }
 
 /**
- * Greedy text from `llama-completion -no-cnv --temp 0 -nr --no-warmup` (repacking off, as bmoe's
- * default), without the prompt echo (--no-display-prompt) and without the tool's trailing
+ * Greedy text from `llama-completion -no-cnv --temp 0 --no-warmup` (repacking on, as bmoe's
+ * default; `-nr` with repack false), without the prompt echo (--no-display-prompt) and without the tool's trailing
  * " [end of text]" marker and blank lines. The argv is @bmoe/bench's llamaCompletionArgv, the one
  * the bench's peer rows run: loaded on use, as the CLI's optional peer (llama-completion itself
  * is built only in a checkout, which has the bench).
@@ -37,7 +37,7 @@ export async function runLlamaCompletion(opts: LlamaCompletionOptions): Promise<
     prompt: opts.prompt,
     nPredict: opts.nPredict ?? 32,
     threads: opts.threads ?? 2,
-    repack: opts.repack ?? false,
+    repack: opts.repack ?? true,
     textOnly: true,
     extraArgs: opts.extraArgs,
     binary: opts.binary,

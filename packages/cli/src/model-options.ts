@@ -85,11 +85,11 @@ export function addContextOptions(cmd: Command): Command {
 }
 
 /**
- * Adds the weight and expert-streaming flags (--repack/--nr, --n-expert-used, --moe-stream, --cache-mb,
+ * Adds the weight and expert-streaming flags (--repack/--no-repack/--nr, --n-expert-used, --moe-stream, --cache-mb,
  * --overlap/--no-overlap, --route-ahead/--no-route-ahead, ...) to a command.
  */
 export function addStreamingOptions(cmd: Command): Command {
-  addRows(cmd, ['repack']).addOption(cliOption('--nr', 'no weight repacking (the default; as llama.cpp -nr)').conflicts('repack'));
+  addRows(cmd, ['repack']).addOption(cliOption('--nr', 'same as --no-repack (llama.cpp -nr)').conflicts('repack'));
   // Neither --moe-stream nor --no-moe-stream: the settings rule decides (chooseLoad).
   return addRows(cmd, [...flagged(['model']).filter((k) => k !== 'repack'), ...flagged(['stream'])]);
 }
@@ -128,6 +128,7 @@ function givenRows(cmd: Command, flags: ModelFlags, groups: readonly OptionGroup
 export function loadOptions(cmd: Command, flags: ModelFlags): LoadOptions {
   const load: Record<string, unknown> = {};
   for (const [row, value] of givenRows(cmd, flags, ['context', 'model'])) setPath(load, row.key, value);
+  if (flags.nr === true) setPath(load, optionRow('repack').key, false);
   const stream = givenRows(cmd, flags, ['stream']);
   const moeStream = optionRow('stream.moeStream');
   const asked = stream.find(([row]) => row === moeStream);

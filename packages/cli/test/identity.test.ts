@@ -1,7 +1,8 @@
-// Greedy identity with llama.cpp's own llama-completion (built from the same pinned source, with
-// repacking off like bmoe's default) on the tiny fixture of every architecture: resident, streamed
-// (no cache serial, the defaults — overlap and route-ahead auto — and a cache plus overlap and route-ahead), and with a
-// top-k override on both sides.
+// Greedy identity with llama.cpp's own llama-completion (built from the same pinned source; both
+// repack weights by default, and --no-repack = -nr) on the tiny fixture of every architecture
+// (Q4_K experts: repacked on x86 and arm64): resident, streamed (no cache serial, the defaults —
+// overlap and route-ahead auto — and a cache plus overlap and route-ahead), and with a top-k
+// override on both sides.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +27,7 @@ async function bmoeText(model: string, extra: string[]): Promise<string | undefi
   return lines(r.stdout).map((l) => JSON.parse(l) as { type: string; text?: string }).find((e) => e.type === 'done')?.text;
 }
 
-describe.each(ARCHS)('$preset: bmoe equals llama-completion -nr', ({ preset, arch }) => {
+describe.each(ARCHS)('$preset: bmoe equals llama-completion, both with their defaults (repacking on)', ({ preset, arch }) => {
   let dir: string;
   let model: string;
   let expected: string;
@@ -50,6 +51,12 @@ describe.each(ARCHS)('$preset: bmoe equals llama-completion -nr', ({ preset, arc
 
   it('resident', async () => {
     expect(await bmoeText(model, [])).toBe(expected);
+  });
+
+  it('--no-repack (resident and streamed) equals llama-completion -nr', async () => {
+    const plain = await runLlamaCompletion({ model, prompt: PROMPT, nPredict: Number(N), threads: 2, repack: false });
+    expect(await bmoeText(model, ['--no-repack'])).toBe(plain);
+    expect(await bmoeText(model, ['--nr', '--moe-stream', '--cache-mb', '0'])).toBe(plain);
   });
 
   it('streamed, no cache, 4 lanes, serial, no route-ahead', async () => {

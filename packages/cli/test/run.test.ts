@@ -98,7 +98,7 @@ describe.runIf(nativeAvailable)('bmoe run (native)', () => {
     expect(lines(r.stderr)).toEqual([`bmoe: error: ${path}: no such file`]);
   });
 
-  it.runIf(llamaCompletion)('greedy text equals llama.cpp llama-completion -nr on the same file and prompt', async () => {
+  it.runIf(llamaCompletion)('greedy text equals llama.cpp llama-completion (both repacking, their default) on the same file and prompt', async () => {
     const expected = await runLlamaCompletion({ model, prompt: PROMPT, nPredict: 32, threads: 2 });
     const r = await runCli(['run', model, '-p', PROMPT, '-n', '32', '-t', '2', '--json']);
     expect(r.code).toBe(0);

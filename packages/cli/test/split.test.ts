@@ -2,7 +2,7 @@
 // shards llama.cpp's own llama-gguf-split would, and a model split either way, named by its first
 // shard, is described (`bmoe info`) and run (`bmoe run`, resident and streamed with no cache, a
 // partial cache and a cache holding every expert) exactly as the unsplit file: the same totals,
-// tokens and logits bit-identical to the unsplit resident run, text equal to llama-completion -nr
+// tokens and logits bit-identical to the unsplit resident run, text equal to llama-completion's (both repacking, their default)
 // on the split. A missing shard, a shard of another model or a wrong count is one line naming the
 // file, exit 1, no stack trace.
 import { execFile } from 'node:child_process';
@@ -112,7 +112,7 @@ describe.each(PRESETS)('$preset split in shards', ({ preset, size, llamaSize }) 
     }
   }, 300_000);
 
-  it.runIf(native && tools)('bmoe run FIRST (resident and streamed) = llama-completion -nr on the split = on the unsplit file', async () => {
+  it.runIf(native && tools)('bmoe run FIRST (resident and streamed) = llama-completion on the split = on the unsplit file', async () => {
     const expected = await runLlamaCompletion({ model: single, prompt: PROMPT, nPredict: N, threads: 2 });
     expect(expected.length).toBeGreaterThan(10);
     for (const first of Object.values(firsts).filter(Boolean)) {

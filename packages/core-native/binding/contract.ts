@@ -39,7 +39,7 @@ export const NATIVE_PARAMS = {
   },
   model: {
     useMmap: { type: 'bool', default: true },
-    repack: { type: 'bool', default: false },
+    repack: { type: 'bool', default: true },
   },
   stream: {
     cacheMb: { type: 'uint64', default: 0, min: 0, max: 16777216, auto: true },
@@ -149,7 +149,8 @@ export interface NativeModelFields {
   useMmap?: boolean;
   /**
    * Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off).
-   * Default false.
+   * No-op where the CPU has no repacked layout for a type (and in the wasm32-wasi build). Default
+   * true.
    */
   repack?: boolean;
 }

@@ -67,7 +67,7 @@ export const PARAMS = {
     ts: 'NativeModelFields',
     fields: [
       { key: 'useMmap', cpp: 'use_mmap', type: 'bool', default: true, doc: 'Map the file (llama.cpp `use_mmap`).' },
-      { key: 'repack', cpp: 'repack', type: 'bool', default: false, doc: "Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off)." },
+      { key: 'repack', cpp: 'repack', type: 'bool', default: true, doc: "Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off). No-op where the CPU has no repacked layout for a type (and in the wasm32-wasi build)." },
     ],
   },
   stream: {

@@ -36,8 +36,8 @@ function check(name, ok, detail = '') {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ` — ${detail}` : ''}`);
 }
 
-function completionArgs(model, repack = false) {
-  // The reference run (contract/llama-completion.mjs); repack: llama.cpp's default (the reference of bmoe --repack).
+function completionArgs(model, repack = true) {
+  // The reference run (contract/llama-completion.mjs); repack on is llama.cpp's default and bmoe's, off is -nr / --no-repack.
   return llamaCompletionArgs({ model, prompt: PROMPT, nPredict: N, threads: 2, repack, textOnly: true });
 }
 
@@ -101,19 +101,19 @@ function main() {
         const t1 = performance.now();
         texts.set(a.variant, want);
         check(`${preset}: llama-completion (${a.variant}) runs on arm64 (qemu)`, want.length > 20, `${JSON.stringify(want.slice(0, 50))}… ${(t1 - t0).toFixed(0)} ms`);
-        // The first preset also streams with --repack (ggml's arm64 repacked layouts, converted as
-        // read), against llama-completion with repacking on.
-        const repackWant = preset === PRESETS[0] ? completion(...qemu(a.completion, completionArgs(model, true))) : undefined;
+        // Both repack by default (ggml's arm64 repacked layouts; streamed experts converted as read).
+        // The first preset also streams with --no-repack, against llama-completion -nr.
+        const plainWant = preset === PRESETS[0] ? completion(...qemu(a.completion, completionArgs(model, false))) : undefined;
         const runs = [
           { what: 'resident', extra: [], want },
           { what: 'streamed', extra: ['--moe-stream', '--cache-mb', '0', '--io-threads', '2'], want },
-          ...(repackWant === undefined ? [] : [{ what: 'streamed --repack', extra: ['--moe-stream', '--cache-mb', '0', '--io-threads', '2', '--repack'], want: repackWant }]),
+          ...(plainWant === undefined ? [] : [{ what: 'streamed --no-repack', extra: ['--moe-stream', '--cache-mb', '0', '--io-threads', '2', '--no-repack'], want: plainWant }]),
         ];
         for (const { what, extra, want: expected } of runs) {
           const [cmd, args] = qemu(node, [cli, 'run', model, '-p', PROMPT, '-n', String(N), '-t', '2', '--json', ...extra]);
           const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 900_000, env: { ...process.env, BMOE_NATIVE_PATH: a.addon } });
           const text = r.status === 0 ? textOf(r.stdout) : '';
-          check(`${preset}: bmoe run ${what} on the arm64 ${a.variant} addon (qemu) == its llama-completion${what.includes('repack') ? ' (repacking on)' : ''}`, text === expected,
+          check(`${preset}: bmoe run ${what} on the arm64 ${a.variant} addon (qemu) == its llama-completion${what.includes('no-repack') ? ' -nr' : ' (repacking on, both defaults)'}`, text === expected,
             r.status === 0 ? JSON.stringify(text.slice(0, 50)) : `exit ${r.status ?? r.signal}: ${r.stderr.slice(-400)}`);
         }
       }

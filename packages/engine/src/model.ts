@@ -102,7 +102,7 @@ export interface Model {
 
 /**
  * Loads a GGUF model. Defaults: threads min(4, cores), contextSize 4096, batchSize 512,
- * ubatchSize 512, repack false, useMmap true, the model's own top-k, resident (no streaming).
+ * ubatchSize 512, repack true (as llama.cpp; ignored by the wasm32-wasi build), useMmap true, the model's own top-k, resident (no streaming).
  * `onProgress` is called with the loaded fraction, increasing, ending at 1. Rejects with
  * BmoeError: 'E_OPTION' (bad options), 'E_MODEL' (bad file, one line naming it), 'E_NATIVE'
  * (addon missing); an error thrown by `onProgress` ends the load and is rethrown.
@@ -118,6 +118,9 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
   const binding = await nativeBinding();
   if (await nativeIsWasm()) refuseWhatWasmCannot(header, opts);
   const progress = options?.onProgress ? new Progress(options.onProgress) : null;
+  // The wasm32-wasi build has no repacked layouts (ggml repacks only for CPU SIMD it lacks there).
+  const wasm = await nativeIsWasm();
+  if (wasm) opts.repack = false;
   const params = nativeModelParams(path, opts, header.architecture);
   if (progress) params.onProgress = (f) => progress.report(f);
   let native: NativeModel;

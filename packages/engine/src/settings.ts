@@ -18,6 +18,8 @@
 //   experts ahead, pays depends on the disk, the cache, the cores and what else runs, so the rule
 //   does not guess; the streamer times every combination and keeps the fastest (core-native
 //   stream/decode_choice.h).
+//   repack (ggml's repacked weight layouts, llama.cpp's default): on, except for a resident model
+//   that does not fit (a repacked copy is anonymous memory the page cache cannot give back)
 //   compute threads: min(4, cores) (phones' little cores and 2-core VMs regress beyond 4);
 //   read lanes: 4, whatever the cores (lanes wait on flash, not on a core: 4 lanes roughly triple
 //   a phone's flash bandwidth over one, and 2 → 4 lanes still gained 4–12 % on 2 shared cores).
@@ -139,31 +141,35 @@ export function chooseSettings(model: ModelFacts, device: DeviceFacts, given: Lo
   const fits = model.fileBytes + SETTINGS_RULE.overheadBytes <= usable.bytes;
   const common = { usableBytes: usable.bytes, limitedBy: usable.limitedBy };
 
+  // Repacked weights are anonymous copies: a resident model bigger than memory keeps the mapping.
+  const noCopy = !fits && given.repack === undefined;
+  const copyWords = noCopy ? ', no repacking (a repacked copy would not fit)' : '';
   if (givenStream !== undefined) {
     const streaming = givenStream.moeStream === true;
+    const resident = !streaming && noCopy ? { repack: false } : {};
     return {
       ...common,
       mode: streaming ? 'stream' : 'resident',
-      load: { ...base, stream: givenStream },
+      load: { ...base, ...resident, stream: givenStream },
       chosen: false,
       cacheCeilMb: null,
       tight: !fits,
       reason: streaming
         ? `streaming experts (as asked), ${cacheWords(givenStream)}, ${laneWords(givenStream, threads)}`
-        : `holding the model resident (as asked; ${need} ${fits ? '≤' : '>'} ${where}), ${plural(threads, 'thread')}`,
+        : `holding the model resident (as asked; ${need} ${fits ? '≤' : '>'} ${where}), ${plural(threads, 'thread')}${copyWords}`,
     };
   }
   if (fits || model.expertBytes === 0) {
     return {
       ...common,
       mode: 'resident',
-      load: base,
+      load: noCopy ? { ...base, repack: false } : base,
       chosen: true,
       cacheCeilMb: null,
       tight: !fits,
       reason: fits
         ? `holding the model resident (${need} ≤ ${where}), ${plural(threads, 'thread')}`
-        : `holding the model resident (a dense model: nothing to stream, though ${need} > ${where}), ${plural(threads, 'thread')}`,
+        : `holding the model resident (a dense model: nothing to stream, though ${need} > ${where}), ${plural(threads, 'thread')}${copyWords}`,
     };
   }
   return streamSettings(model, usable.bytes, threads, cores.ioThreads, base, `${need} > ${where}`, common);

@@ -31,7 +31,7 @@ describe.runIf(nativeAvailable)('engine on tiny-qwen3moe (native)', () => {
     expect(model.info.architecture).toBe('qwen3moe');
     expect(model.info.experts).toBeGreaterThan(1);
     expect(model.info.parameters).toBeGreaterThan(0);
-    expect(model.info.options).toMatchObject({ repack: false, useMmap: true, threads: 2, contextSize: 1024 });
+    expect(model.info.options).toMatchObject({ repack: true, useMmap: true, threads: 2, contextSize: 1024 });
   });
 
   it('greedy generation is deterministic: same tokens and logits in two sessions', async () => {

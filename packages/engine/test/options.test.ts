@@ -20,7 +20,7 @@ describe('load options', () => {
       contextSize: 4096,
       batchSize: 512,
       ubatchSize: 512,
-      repack: false,
+      repack: true,
       useMmap: true,
       nExpertUsed: null,
       stream: null,

@@ -160,8 +160,12 @@ describe('chooseSettings', () => {
     expect(own.reason).toBe('streaming experts (as asked), cache 500 MiB, 2 read lanes, overlap auto, route-ahead auto, 4 threads');
 
     const forcedOff = chooseSettings(huge, d, { stream: { moeStream: false } });
-    expect(forcedOff).toMatchObject({ mode: 'resident', chosen: false, tight: true, load: { stream: { moeStream: false } } });
-    expect(forcedOff.reason).toMatch(/^holding the model resident \(as asked; model 17\.2 GiB \+ 512 MiB runtime > 7\.0 GiB available\), 4 threads$/);
+    // Resident beyond memory keeps the mapping: a repacked copy would be anonymous memory it has not got.
+    expect(forcedOff).toMatchObject({ mode: 'resident', chosen: false, tight: true, load: { repack: false, stream: { moeStream: false } } });
+    expect(forcedOff.reason).toMatch(/^holding the model resident \(as asked; model 17\.2 GiB \+ 512 MiB runtime > 7\.0 GiB available\), 4 threads, no repacking \(a repacked copy would not fit\)$/);
+    expect(chooseSettings(huge, d, { repack: true, stream: { moeStream: false } }).load.repack).toBe(true); // asked for: kept
+    expect(chooseSettings(tiny, d, { stream: { moeStream: false } }).load.repack).toBeUndefined(); // fits: the default (on)
+    expect(chooseSettings(huge, d, {}).load.repack).toBeUndefined(); // streamed: experts repacked as read
   });
 
   it('spells its choices as bmoe run flags (--no-moe-stream where resident was asked for)', () => {

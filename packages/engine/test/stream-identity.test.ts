@@ -1,6 +1,6 @@
 // The contract of expert streaming: with the lossy knobs off, every streaming configuration gives
-// the same tokens and the same logits, bit for bit, as the same model loaded resident (repacking
-// off, like `llama-completion -nr`). Run on the tiny fixture of every architecture, with a
+// the same tokens and the same logits, bit for bit, as the same model loaded resident (both with
+// the default, repacking on, like `llama-completion`; test/repack in @bmoe/cli covers both ways). Run on the tiny fixture of every architecture, with a
 // multi-token prompt followed by 40 decoded tokens, across cache sizes, lanes, serial / overlapped /
 // auto, prefetch, route-ahead and dense-weight modes.
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -43,10 +43,12 @@ export interface LoadOptions {
   /** Physical micro-batch (llama.cpp `-ub`); at most `batchSize`. Default 512. */
   ubatchSize?: number;
   /**
-   * Let ggml repack weights into its faster CPU layouts (llama.cpp's own default). Default false:
-   * repacked kernels round differently, and false keeps results identical to `llama-completion
-   * -nr`. With `stream.moeStream`, experts are converted into that layout as they are read, and
-   * results equal the resident repacked run's (and llama-completion without -nr).
+   * Let ggml repack weights into its faster CPU layouts. Default true, as llama.cpp: results equal
+   * `llama-completion`'s default run; false runs the plain kernels, which round differently, and
+   * equals `llama-completion -nr`. With `stream.moeStream`, experts are converted into that layout
+   * as they are read, and results equal the resident repacked run's. Repacked weights are copies in
+   * anonymous memory: the settings rule (`chooseSettings`) turns it off for a resident model
+   * bigger than memory. The wasm32-wasi build has no repacked layouts and ignores it.
    */
   repack?: boolean;
   /** Map the file rather than reading it into memory. Default true. */

@@ -109,8 +109,9 @@ export const OPTION_TABLE = [
   // ---- model: loadModel -------------------------------------------------------------------------
   {
     key: 'repack', group: 'model', flag: '--repack', native: { params: 'model', key: 'repack' },
-    value: bool, default: C.model.repack.default, defaultText: 'off',
-    help: "let ggml repack weights, llama.cpp's default (faster; rounds as llama-completion without -nr; streamed experts are repacked as they are read)",
+    negation: { flag: '--no-repack', help: 'no weight repacking (llama.cpp -nr): the plain kernels, results as llama-completion -nr' },
+    value: bool, default: C.model.repack.default, defaultText: 'on, as llama.cpp (off for a resident model bigger than memory)',
+    help: "let ggml repack weights into its faster CPU layouts, llama.cpp's default (rounds as llama-completion without -nr; streamed experts are repacked as they are read)",
   },
   {
     key: 'useMmap', group: 'model', flag: null, native: { params: 'model', key: 'useMmap' },

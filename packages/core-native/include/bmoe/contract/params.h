@@ -87,7 +87,7 @@ inline constexpr int_field grammar_step_ms{ "grammarStepMs", 10000LL, 1LL, 60000
 // NativeModelFields
 namespace model {
 inline constexpr bool_field use_mmap{ "useMmap", true };
-inline constexpr bool_field repack{ "repack", false };
+inline constexpr bool_field repack{ "repack", true };
 }  // namespace model
 
 // NativeStreamParams
