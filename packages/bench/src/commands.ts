@@ -144,13 +144,17 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
 }
 
 function registerWaiting(program: Command, bmoe: () => string[]): void {
-  measureCommand(program, 'waiting', "how the compute threads wait (OpenMP's OMP_WAIT_POLICY), streamed with lanes running, alone and beside a busy process", { help: 'tokens per run', default: 48 })
+  measureCommand(program, 'waiting', "how the compute threads wait (bmoe's barrier policy BMOE_WAIT against OpenMP's OMP_WAIT_POLICY), streamed with lanes running, alone and beside a busy process", { help: 'tokens per run', default: 48 })
     // The report states the cache in MiB: a size, not 'auto'.
     .addOption(engineFlag('stream.cacheMb', { help: 'expert cache, MiB', noAuto: true }))
     .option('--rounds <N>', 'interleaved rounds (each cell reports its median)', int(1), 3)
     .option('--resident', 'hold the model resident (no streaming): the waits between graph nodes alone')
-    .action(async (o: { model: string; n: number; threads: number; ioThreads: number; cacheMb: number; rounds: number; prompt: string; resident?: boolean }) => {
-      const wopts = { model: o.model, n: o.n, threads: o.threads, lanes: o.ioThreads, cacheMb: o.cacheMb, rounds: o.rounds, prompt: o.prompt, resident: o.resident === true, bmoe: bmoe(), log: (l: string) => process.stderr.write(`${l}\n`) };
+    .option('--no-repack', "every run without weight repacking (bmoe run --no-repack; repacking is bmoe's default), to compare with numbers from before")
+    .action(async (o: { model: string; n: number; threads: number; ioThreads: number; cacheMb: number; rounds: number; prompt: string; resident?: boolean; repack?: boolean }) => {
+      const wopts = {
+        model: o.model, n: o.n, threads: o.threads, lanes: o.ioThreads, cacheMb: o.cacheMb, rounds: o.rounds, prompt: o.prompt,
+        resident: o.resident === true, noRepack: o.repack === false, bmoe: bmoe(), log: (l: string) => process.stderr.write(`${l}\n`),
+      };
       const r = await runWaiting(wopts);
       process.stdout.write(`${waitingReport(r, wopts)}\n`);
     });

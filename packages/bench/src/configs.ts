@@ -33,6 +33,12 @@ const MiB = 1024 * 1024;
 const SERIAL = '--no-overlap --no-route-ahead';
 /** An overlap row: overlap forced, no route-ahead. */
 const OVERLAP = '--overlap --no-route-ahead';
+/**
+ * Every bmoe row: no weight repacking, as the llama-completion peer row (-nr). bmoe repacks by
+ * default, as llama.cpp does; the rows say --no-repack so they stay comparable with the peer and
+ * with earlier results.
+ */
+const NR = '--no-repack';
 
 /**
  * The matrix's built-in model (made once when `--model` is not given): the spec's Qwen3-30B-A3B
@@ -50,19 +56,20 @@ export function specCachePercent(mib: number): number {
  * The spec's eight rows, cache sizes in MiB as on the phone, plus the llama.cpp peer row. Every
  * streamed row says its overlap and route-ahead (both default to auto, which would mix decode
  * modes while it measures): serial rows --no-overlap --no-route-ahead, overlap rows --overlap
- * --no-route-ahead, so each row measures what its name says.
+ * --no-route-ahead, so each row measures what its name says. Every bmoe row says --no-repack, as
+ * the peer row's -nr.
  */
 function specRows(cache2000: string, cache4000: string): BenchConfig[] {
   const b = (id: string, label: string, flags: string): BenchConfig => ({ id, label, flags, tool: 'bmoe' });
   return [
-    b('mmap', 'solo mmap (no streaming)', ''),
-    b('stream-c0-l4', 'streaming O_DIRECT, cache 0, lane 4', `--moe-stream ${SERIAL}`),
-    b('c2000-l2', 'streaming + cache 2000 MiB, lane 2', `--moe-stream --cache-mb ${cache2000} --io-threads 2 ${SERIAL}`),
-    b('c2000-l4', 'streaming + cache 2000 MiB, lane 4', `--moe-stream --cache-mb ${cache2000} --io-threads 4 ${SERIAL}`),
-    b('c4000-l2', 'streaming + cache 4000 MiB, lane 2', `--moe-stream --cache-mb ${cache4000} --io-threads 2 ${SERIAL}`),
-    b('c4000-l4', 'streaming + cache 4000 MiB, lane 4', `--moe-stream --cache-mb ${cache4000} --io-threads 4 ${SERIAL}`),
-    b('overlap-c0-l4', 'streaming O_DIRECT + overlap, cache 0, lane 4', `--moe-stream --cache-mb 0 --io-threads 4 ${OVERLAP}`),
-    b('overlap-c4000-l4', 'streaming + cache 4000 MiB, lane 4, overlap', `--moe-stream --cache-mb ${cache4000} --io-threads 4 ${OVERLAP}`),
+    b('mmap', 'solo mmap (no streaming)', NR),
+    b('stream-c0-l4', 'streaming O_DIRECT, cache 0, lane 4', `--moe-stream ${SERIAL} ${NR}`),
+    b('c2000-l2', 'streaming + cache 2000 MiB, lane 2', `--moe-stream --cache-mb ${cache2000} --io-threads 2 ${SERIAL} ${NR}`),
+    b('c2000-l4', 'streaming + cache 2000 MiB, lane 4', `--moe-stream --cache-mb ${cache2000} --io-threads 4 ${SERIAL} ${NR}`),
+    b('c4000-l2', 'streaming + cache 4000 MiB, lane 2', `--moe-stream --cache-mb ${cache4000} --io-threads 2 ${SERIAL} ${NR}`),
+    b('c4000-l4', 'streaming + cache 4000 MiB, lane 4', `--moe-stream --cache-mb ${cache4000} --io-threads 4 ${SERIAL} ${NR}`),
+    b('overlap-c0-l4', 'streaming O_DIRECT + overlap, cache 0, lane 4', `--moe-stream --cache-mb 0 --io-threads 4 ${OVERLAP} ${NR}`),
+    b('overlap-c4000-l4', 'streaming + cache 4000 MiB, lane 4, overlap', `--moe-stream --cache-mb ${cache4000} --io-threads 4 ${OVERLAP} ${NR}`),
     { id: 'llama-completion', label: "llama.cpp's llama-completion (mmap, -nr)", flags: '-nr', tool: 'llama-completion' },
   ];
 }
@@ -77,8 +84,8 @@ export const BUILTIN_SETS: Record<string, () => BenchConfig[]> = {
   spec: () => specRows(`${specCachePercent(2000)}%`, `${specCachePercent(4000)}%`),
   'spec-mib': () => specRows('2000', '4000'),
   smoke: () => [
-    { id: 'mmap', label: 'solo mmap (no streaming)', flags: '', tool: 'bmoe' },
-    { id: 'c50-l2', label: 'streaming + cache 50 %, lane 2', flags: `--moe-stream --cache-mb 50% --io-threads 2 ${SERIAL}`, tool: 'bmoe' },
+    { id: 'mmap', label: 'solo mmap (no streaming)', flags: NR, tool: 'bmoe' },
+    { id: 'c50-l2', label: 'streaming + cache 50 %, lane 2', flags: `--moe-stream --cache-mb 50% --io-threads 2 ${SERIAL} ${NR}`, tool: 'bmoe' },
   ],
 };
 

@@ -192,7 +192,7 @@ async function runRow(
   const peer = config.tool === 'llama-completion';
   // A row without --moe-stream measures resident/mmap, not what bmoe's settings rule would pick.
   const resident = flags.some((f) => f === '--moe-stream' || f === '--no-moe-stream') ? [] : ['--no-moe-stream'];
-  // A peer row's config flags say its repacking (the spec's: -nr).
+  // Each config's flags say its repacking: the peer's -nr, the bmoe rows' --no-repack (bmoe repacks by default).
   const argv = peer ? llamaCompletionArgv({ model, prompt: o.prompt, nPredict: o.n, threads: o.threads, extraArgs: flags }) : [...o.bmoe, 'run', model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', '--csv', csvPart, ...flags, ...resident];
 
   const startedAt = new Date().toISOString();

@@ -46,6 +46,7 @@ interface ServeBenchFlags {
   memLimit?: number;
   moeStream?: boolean;
   cacheMb?: number | 'auto';
+  /** false with --no-repack (commander's negatable option). */
   repack?: boolean;
   dropCaches?: boolean;
   workDir?: string;
@@ -70,7 +71,7 @@ export function registerServeBench(program: Command, bmoe: () => string[]): void
     .option('--mem-limit <GiB>', 'run each server inside a memory cgroup of this size (root)', num(0.25))
     .option('--moe-stream', 'bmoe streams experts (llama-server has no streaming: it maps the file)')
     .addOption(engineFlag('stream.cacheMb', { help: "bmoe's expert cache, MiB (with --moe-stream)", default: null }))
-    .option('--repack', "bmoe repacks weights, as llama-server does by default (llama-server gets -nr inside --mem-limit)")
+    .option('--no-repack', 'bmoe serve without weight repacking (--no-repack); by default both repack, as llama.cpp (llama-server gets -nr inside --mem-limit)')
     .option('--drop-caches', 'drop the page cache before each server starts (root)')
     .option('--work-dir <dir>', 'where the saved conversations of row (c) go (default: a temporary directory, removed after)')
     .option('--out <file.md>', 'write the markdown table here too')
@@ -92,7 +93,7 @@ export function registerServeBench(program: Command, bmoe: () => string[]): void
         ...(f.memLimit === undefined ? {} : { memLimitGiB: f.memLimit }),
         moeStream: Boolean(f.moeStream),
         ...(f.cacheMb === undefined ? {} : { cacheMb: f.cacheMb }),
-        repack: Boolean(f.repack),
+        noRepack: f.repack === false,
         dropCaches: Boolean(f.dropCaches),
         ...(f.workDir === undefined ? {} : { workDir: f.workDir }),
         log: (l) => void process.stderr.write(`${l}\n`),

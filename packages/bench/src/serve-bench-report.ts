@@ -165,6 +165,22 @@ function flagLines(r: ServeBenchResult): { flags: string[]; errors: string[] } {
   return { flags, errors };
 }
 
+/**
+ * How the compute threads waited. bmoe's op barriers follow BMOE_WAIT (unset: auto, a bounded spin
+ * that sleeps once most waits outlast it; upstream: OpenMP's barrier, as llama-server);
+ * OMP_WAIT_POLICY / GOMP_SPINCOUNT decide llama-server's barriers and, in bmoe, the waits between
+ * graphs (its loader sets passive when neither is set) and its barriers under BMOE_WAIT=upstream.
+ */
+function waitingLine(r: ServeBenchResult): string {
+  const omp = [r.ompWaitPolicy === null ? '' : `OMP_WAIT_POLICY=${r.ompWaitPolicy}`, r.gompSpinCount === null ? '' : `GOMP_SPINCOUNT=${r.gompSpinCount}`].filter(Boolean).join(' ');
+  const bmoe = r.bmoeWait === null
+    ? "bmoe's barrier policy auto (BMOE_WAIT not set: a bounded spin at each op barrier, sleeping when most waits outlast it)"
+    : `bmoe's barrier policy BMOE_WAIT=${r.bmoeWait}`;
+  return omp === ''
+    ? `Waiting: ${bmoe}, OMP_WAIT_POLICY=passive between graphs (bmoe sets it for itself); OMP_WAIT_POLICY not set for llama-server: libgomp's default (spin, then sleep), which costs it more when other processes want the cores.`
+    : `Waiting: ${bmoe}; OpenMP waiting as set for both: ${omp}${r.bmoeWait === 'upstream' ? '' : " (bmoe's op barriers follow its policy; OpenMP's, only between graphs)"}.`;
+}
+
 /** The markdown report: setup, the table, the flags, errors. */
 export function serveBenchReport(r: ServeBenchResult, command?: string): string {
   const rows = serveBenchRows(r);
@@ -174,11 +190,9 @@ export function serveBenchReport(r: ServeBenchResult, command?: string): string 
   const setup = [
     `Model ${basename(r.model)}, ${r.threads} threads, ${r.ctxSize} tokens of context per slot; one server at a time, bmoe first; streamed greedy requests, times measured by the client.`,
     r.memLimitGiB === null
-      ? 'No memory limit.'
-      : `Each server inside a ${r.memLimitGiB} GiB memory cgroup; bmoe ${r.moeStream ? `streams experts (cache ${r.cacheMb ?? "the engine's default"} MiB)` : 'as its settings rule chooses'}, llama-server maps the file (-nr: no repacked copy).`,
-    r.ompWaitPolicy === null && r.gompSpinCount === null
-      ? "OMP_WAIT_POLICY not set: bmoe serve sets passive for itself, llama-server keeps libgomp's default (spin, then sleep), which costs it more when other processes want the cores."
-      : `OpenMP waiting as set for both: ${[r.ompWaitPolicy === null ? '' : `OMP_WAIT_POLICY=${r.ompWaitPolicy}`, r.gompSpinCount === null ? '' : `GOMP_SPINCOUNT=${r.gompSpinCount}`].filter(Boolean).join(' ')}.`,
+      ? 'No memory limit; both servers repack weights (their default) unless the flags below say --no-repack.'
+      : `Each server inside a ${r.memLimitGiB} GiB memory cgroup; bmoe ${r.moeStream ? `streams experts (cache ${r.cacheMb ?? "the engine's default"} MiB)` : "as its settings rule chooses (a resident model bigger than memory: no repacked copy)"}, llama-server maps the file (-nr: no repacked copy).`,
+    waitingLine(r),
     cal
       ? `Filler text sized at ${cal.tokensPerWord.toFixed(3)} tokens/word (the probe: ${probe('bmoe')} prompt tokens on bmoe, ${probe('llama-server')} on llama-server).`
       : 'No server answered the calibration probe.',

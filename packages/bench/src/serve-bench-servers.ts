@@ -20,8 +20,12 @@ export interface ServerConfig {
   moeStream: boolean;
   /** bmoe's --cache-mb (with moeStream). */
   cacheMb?: number | 'auto';
-  /** bmoe repacks weights as llama.cpp does by default (--repack). */
-  repack: boolean;
+  /**
+   * bmoe without weight repacking (--no-repack). Otherwise bmoe gets no repack flag: it repacks by
+   * default, as llama-server does, except where its settings rule says not to (a resident model
+   * bigger than memory).
+   */
+  noRepack: boolean;
   /** The servers run inside a memory cgroup. */
   limited: boolean;
   /** Where conversations are saved: bmoe --kv-dir, llama-server --slot-save-path. */
@@ -36,7 +40,7 @@ export function bmoeServeFlags(c: ServerConfig): string[] {
     '--parallel', String(c.parallel),
     ...(c.moeStream ? ['--moe-stream'] : []),
     ...(c.moeStream && c.cacheMb !== undefined ? ['--cache-mb', String(c.cacheMb)] : []),
-    ...(c.repack ? ['--repack'] : []),
+    ...(c.noRepack ? ['--no-repack'] : []),
     ...(c.saveDir !== undefined ? ['--kv-dir', c.saveDir] : []),
   ];
 }
@@ -46,7 +50,8 @@ export function bmoeServeFlags(c: ServerConfig): string[] {
  * split (KV not unified), so ctx × parallel gives each slot bmoe's per-slot context; otherwise its
  * defaults (repack on, prompt cache on, --cache-reuse 0), except -nr inside a memory cgroup, where
  * repacking would copy the weights into anonymous memory the limit cannot hold: mmap is the best
- * llama-server can do there.
+ * llama-server can do there. (bmoe decides that itself: its settings rule keeps a resident model
+ * bigger than memory unrepacked.)
  */
 export function llamaServerFlags(c: ServerConfig): string[] {
   return [

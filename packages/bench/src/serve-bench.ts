@@ -58,8 +58,8 @@ export interface ServeBenchOptions {
   memLimitGiB?: number;
   moeStream?: boolean;
   cacheMb?: number | 'auto';
-  /** bmoe --repack (llama-server's default). */
-  repack?: boolean;
+  /** bmoe --no-repack (both servers repack by default; llama-server gets -nr inside a memory limit). */
+  noRepack?: boolean;
   /** Drop the page cache before each server starts (root). */
   dropCaches?: boolean;
   /** Where the saved conversations go (a fresh temporary directory by default, removed after). */
@@ -127,6 +127,8 @@ export interface ServeBenchResult {
   memLimitGiB: number | null;
   moeStream: boolean;
   cacheMb: number | 'auto' | null;
+  /** bmoe's barrier policy as bmoe serve got it from the environment (null: unset, i.e. auto). */
+  bmoeWait: string | null;
   /** OMP_WAIT_POLICY / GOMP_SPINCOUNT as both servers got them from the environment (null: unset). */
   ompWaitPolicy: string | null;
   gompSpinCount: string | null;
@@ -172,7 +174,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<ServeBenchRes
     result: {
       model: o.model, threads: o.threads, ctxSize: o.ctxSize, memLimitGiB: o.memLimitGiB ?? null, moeStream: Boolean(o.moeStream),
       cacheMb: o.moeStream ? (o.cacheMb ?? null) : null, calibration: null, probeTokens: {},
-      ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null, gompSpinCount: process.env.GOMP_SPINCOUNT ?? null,
+      bmoeWait: process.env.BMOE_WAIT ?? null, ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null, gompSpinCount: process.env.GOMP_SPINCOUNT ?? null,
     },
   };
   const workDir = o.workDir ?? mkdtempSync(join(tmpdir(), 'bmoe-bench-serve-'));
@@ -223,7 +225,7 @@ async function bothSides<T>(ctx: Ctx, row: string, config: (side: Side) => Serve
 function serverConfig(ctx: Ctx, parallel: number, saveDir?: string): ServerConfig {
   return {
     threads: ctx.threads, ctxSize: ctx.ctxSize, parallel, moeStream: Boolean(ctx.moeStream), cacheMb: ctx.cacheMb,
-    repack: Boolean(ctx.repack), limited: ctx.memLimitGiB !== undefined, ...(saveDir === undefined ? {} : { saveDir }),
+    noRepack: Boolean(ctx.noRepack), limited: ctx.memLimitGiB !== undefined, ...(saveDir === undefined ? {} : { saveDir }),
   };
 }
 

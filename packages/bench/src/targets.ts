@@ -147,6 +147,9 @@ export interface RowResult {
   roundFullHitRatios?: number[];
 }
 
+/** The `repack` row's name: bmoe's defaults, repacking as llama.cpp does by default. */
+export const REPACK_ROW_NAME = 'resident (defaults: repack on, as llama.cpp; no limit)';
+
 /** The `prebuilt` row's name: the variant it runs, e.g. "resident, prebuilt linux-x64-gnu.zen4 (repack off, no limit)". */
 export function prebuiltRowName(p: Pick<PrebuiltBinary, 'target' | 'variant'> | null | undefined): string {
   return `resident, prebuilt ${p ? `${p.target}.${p.variant}` : '(none installed)'} (repack off, no limit)`;
@@ -171,29 +174,32 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, k
   const serial = ['--no-overlap'];
   const noAhead = ['--no-route-ahead'];
   const want = keys.includes('prebuilt') ? [...keys, 'resident'] : keys;
+  // bmoe repacks weights by default, as llama.cpp does: every row but `repack` and `all-repack`
+  // says --no-repack, so "repack off" stays what it says (and the streamed rows read plain experts).
+  const nr = ['--no-repack'];
   const rows: Row[] = [
-    { key: 'resident', name: 'resident (repack off, no limit)', limited: false, args: [], csv: true },
+    { key: 'resident', name: 'resident (repack off, no limit)', limited: false, args: [...nr], csv: true },
     // Top-1 routing (the engine's top-k override): resident − this, × K/(K−1), is the expert compute
     // per token, which bounds what overlap can hide (targets-report.ts, expertComputeSeconds).
-    { key: 'resident-top1', name: 'resident, --n-expert-used 1 (repack off, no limit; measures expert compute)', limited: false, args: ['--n-expert-used', '1'] },
-    { key: 'prebuilt', name: prebuiltRowName(prebuilt), limited: false, args: [], ...(prebuilt ? { env: { BMOE_NATIVE_PATH: prebuilt.file } } : {}) },
-    { key: 'repack', name: 'resident (llama.cpp default: repack on, no limit)', limited: false, args: ['--repack'], csv: true },
-    { key: 'mmap', name: 'mmap baseline (repack off, limited)', limited: true, args: [], baseline: true },
+    { key: 'resident-top1', name: 'resident, --n-expert-used 1 (repack off, no limit; measures expert compute)', limited: false, args: ['--n-expert-used', '1', ...nr] },
+    { key: 'prebuilt', name: prebuiltRowName(prebuilt), limited: false, args: [...nr], ...(prebuilt ? { env: { BMOE_NATIVE_PATH: prebuilt.file } } : {}) },
+    { key: 'repack', name: REPACK_ROW_NAME, limited: false, args: [], csv: true },
+    { key: 'mmap', name: 'mmap baseline (repack off, limited)', limited: true, args: [...nr], baseline: true },
     { key: 'peer', name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true, baseline: true },
     // Each streamed row says --overlap / --no-overlap and --route-ahead / --no-route-ahead: the
     // defaults (overlap auto, route-ahead auto) are rows of their own (`-auto`).
-    { key: 'stream0', name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, ...noAhead] },
-    { key: 'stream0-overlap', name: `stream cache 0, ${lanes} lanes + overlap (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', ...noAhead] },
-    { key: 'stream0-ahead', name: `stream cache 0, ${lanes} lanes + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, '--route-ahead'] },
-    { key: 'stream0-overlap-ahead', name: `stream cache 0, ${lanes} lanes + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', '--route-ahead'] },
-    { key: 'stream0-auto', name: `stream cache 0, ${lanes} lanes, defaults: overlap auto + route-ahead auto (limited)`, limited: true, args: [...s, '--cache-mb', '0'] },
-    { key: 'cached', name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), ...serial, ...noAhead] },
-    { key: 'cached-overlap', name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap', ...noAhead] },
-    { key: 'cached-ahead', name: `stream cache ${cacheMb} MiB + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), ...serial, '--route-ahead'] },
-    { key: 'cached-overlap-ahead', name: `stream cache ${cacheMb} MiB + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap', '--route-ahead'] },
-    { key: 'cached-auto', name: `stream cache ${cacheMb} MiB, defaults: overlap auto + route-ahead auto (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb)] },
-    { key: 'prefetch', name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4', ...serial, ...noAhead] },
-    { key: 'all', name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb), ...serial, ...noAhead], csv: true },
+    { key: 'stream0', name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, ...noAhead, ...nr] },
+    { key: 'stream0-overlap', name: `stream cache 0, ${lanes} lanes + overlap (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', ...noAhead, ...nr] },
+    { key: 'stream0-ahead', name: `stream cache 0, ${lanes} lanes + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, '--route-ahead', ...nr] },
+    { key: 'stream0-overlap-ahead', name: `stream cache 0, ${lanes} lanes + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', '--route-ahead', ...nr] },
+    { key: 'stream0-auto', name: `stream cache 0, ${lanes} lanes, defaults: overlap auto + route-ahead auto (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...nr] },
+    { key: 'cached', name: `stream cache ${cacheMb} MiB (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), ...serial, ...noAhead, ...nr] },
+    { key: 'cached-overlap', name: `stream cache ${cacheMb} MiB + overlap (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap', ...noAhead, ...nr] },
+    { key: 'cached-ahead', name: `stream cache ${cacheMb} MiB + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), ...serial, '--route-ahead', ...nr] },
+    { key: 'cached-overlap-ahead', name: `stream cache ${cacheMb} MiB + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--overlap', '--route-ahead', ...nr] },
+    { key: 'cached-auto', name: `stream cache ${cacheMb} MiB, defaults: overlap auto + route-ahead auto (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), ...nr] },
+    { key: 'prefetch', name: `stream cache ${cacheMb} MiB + prefetch 4 (limited)`, limited: true, args: [...s, '--cache-mb', String(cacheMb), '--prefetch', '4', ...serial, ...noAhead, ...nr] },
+    { key: 'all', name: `stream cache ${cacheAllMb} MiB = all experts (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb), ...serial, ...noAhead, ...nr], csv: true },
     { key: 'all-repack', name: `stream cache ${cacheAllMb} MiB = all experts, --repack (no limit)`, limited: false, args: [...s, '--cache-mb', String(cacheAllMb), '--repack', ...serial, ...noAhead], csv: true },
   ];
   return rows.filter((r) => want.includes(r.key));

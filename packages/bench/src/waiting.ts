@@ -1,20 +1,25 @@
 // `bmoe-bench waiting`: how the compute threads wait between graph pieces, measured. A streamed
 // decode splits the graph at every MoE layer's routing, so the compute threads stop and start
-// dozens of times per token while the read lanes run; how they wait (OpenMP's OMP_WAIT_POLICY:
-// spin = active, sleep = passive, or libgomp's default of spinning a while then sleeping) decides
-// whether they steal the cores from the lanes and from other processes (a phone is never idle).
-// `bmoe` is what bmoe does when nobody says (core-native's loader sets passive); `libgomp` is
-// libgomp's own default (spin 300000 times, then sleep), chosen with GOMP_SPINCOUNT=300000.
+// dozens of times per token while the read lanes run; how they wait decides whether they steal
+// the cores from the lanes and from other processes (a phone is never idle).
+// bmoe's barrier policy (BMOE_WAIT, in the addon) decides how they wait at ggml's op barriers:
+// auto (the default: a bounded spin, sleeping once most waits outlast it), spin, sleep, or upstream
+// (ggml's own barrier: under OpenMP `omp barrier`, whose waiting OMP_WAIT_POLICY / GOMP_SPINCOUNT
+// decide). Between graphs OpenMP's threads wait as OMP_WAIT_POLICY says (the loader sets passive
+// when neither variable is set). The policies: `libgomp` is llama.cpp's default build (upstream,
+// libgomp's spin 300000 times then sleep), `bmoe` what bmoe does when nobody says (auto),
+// `passive` bmoe's previous default, `active` OpenMP spinning, `spin` / `sleep` bmoe's barrier forced.
 // Each cell is `bmoe run --moe-stream` (serial, no route-ahead: --no-overlap --no-route-ahead, so
-// auto's probe does not mix in other decode modes) under one policy, alone or beside one busy
-// process; the cells are interleaved over rounds and each reports its median.
+// auto's probe does not mix in other decode modes; repacking as bmoe's default unless --no-repack)
+// under one policy, alone or beside one busy process; the cells are interleaved over rounds and
+// each reports its median.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { nativeBuild } from '@bmoe/engine';
 import { percentile } from '@bmoe/engine/metrics';
 import { parseDoneEvent } from './run-output.js';
 import { runInCgroup } from './cgroup.js';
 
-export const WAIT_POLICIES = ['libgomp', 'bmoe', 'passive', 'active', 'spin3000', 'spin30000'] as const;
+export const WAIT_POLICIES = ['libgomp', 'bmoe', 'passive', 'active', 'spin', 'sleep'] as const;
 export type WaitPolicy = (typeof WAIT_POLICIES)[number];
 
 export interface WaitingOptions {
@@ -27,6 +32,8 @@ export interface WaitingOptions {
   prompt: string;
   /** Resident (the model held in memory, no lanes) instead of streamed. Default false. */
   resident?: boolean;
+  /** Every run gets --no-repack (bmoe repacks by default), to compare with numbers from before. Default false. */
+  noRepack?: boolean;
   bmoe: string[];
   log: (line: string) => void;
 }
@@ -38,21 +45,25 @@ export interface WaitingCell {
   secondsPerToken: number[];
 }
 
+// env's arguments: the unsets (-u) first, then the assignments (env takes no option after them).
 const POLICY_ENV: Record<WaitPolicy, string[]> = {
-  libgomp: ['-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=300000'],
-  bmoe: ['-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT'],
-  passive: ['-u', 'GOMP_SPINCOUNT', 'OMP_WAIT_POLICY=passive'],
-  active: ['-u', 'GOMP_SPINCOUNT', 'OMP_WAIT_POLICY=active'],
-  // Bounded spins (libgomp spins this many times, then sleeps): between passive and libgomp's default.
-  spin3000: ['-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=3000'],
-  spin30000: ['-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=30000'],
+  // llama.cpp's default build: OpenMP's barrier, libgomp's default (spin 300000 times, then sleep).
+  libgomp: ['-u', 'OMP_WAIT_POLICY', 'BMOE_WAIT=upstream', 'GOMP_SPINCOUNT=300000'],
+  // bmoe's default: nothing set (BMOE_WAIT auto; the loader sets OMP_WAIT_POLICY=passive).
+  bmoe: ['-u', 'BMOE_WAIT', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT'],
+  // bmoe's previous default: OpenMP's barrier, passive.
+  passive: ['-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=upstream', 'OMP_WAIT_POLICY=passive'],
+  active: ['-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=upstream', 'OMP_WAIT_POLICY=active'],
+  // bmoe's barrier forced to one way; OpenMP as bmoe's default (passive between graphs).
+  spin: ['-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=spin'],
+  sleep: ['-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=sleep'],
 };
 
 /** argv running `bmoe run` under `policy`. */
 export function waitingArgv(o: WaitingOptions, policy: WaitPolicy): string[] {
   const env = ['env', ...POLICY_ENV[policy]];
   const stream = o.resident ? ['--no-moe-stream'] : ['--moe-stream', '--cache-mb', String(o.cacheMb), '--io-threads', String(o.lanes), '--no-overlap', '--no-route-ahead'];
-  return [...env, ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...stream];
+  return [...env, ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(o.n), '-t', String(o.threads), '--json', ...stream, ...(o.noRepack ? ['--no-repack'] : [])];
 }
 
 /** One process that keeps one core busy (the neighbour), until killed. */
@@ -86,18 +97,19 @@ export async function runWaiting(o: WaitingOptions): Promise<{ cells: WaitingCel
 }
 
 const POLICY_LABEL: Record<WaitPolicy, string> = {
-  libgomp: "libgomp's default (GOMP_SPINCOUNT=300000)",
-  bmoe: "bmoe's default (nothing set)",
-  passive: 'OMP_WAIT_POLICY=passive',
-  active: 'OMP_WAIT_POLICY=active',
-  spin3000: 'GOMP_SPINCOUNT=3000',
-  spin30000: 'GOMP_SPINCOUNT=30000',
+  libgomp: "libgomp's default, as llama.cpp (BMOE_WAIT=upstream GOMP_SPINCOUNT=300000)",
+  bmoe: "bmoe's default (nothing set: BMOE_WAIT auto)",
+  passive: "BMOE_WAIT=upstream OMP_WAIT_POLICY=passive (bmoe's previous default)",
+  active: 'BMOE_WAIT=upstream OMP_WAIT_POLICY=active',
+  spin: 'BMOE_WAIT=spin',
+  sleep: 'BMOE_WAIT=sleep',
 };
 
 export function waitingReport(r: { cells: WaitingCell[]; openmp: boolean }, o: WaitingOptions): string {
   const out = [
-    `OpenMP in this build: ${r.openmp ? 'yes (OMP_WAIT_POLICY applies)' : 'no (ggml\'s own thread pool: OMP_WAIT_POLICY has no effect)'}; ` +
-      `${o.threads} compute threads, ${o.resident ? 'resident' : `streamed: ${o.lanes} read lanes, cache ${o.cacheMb} MiB`}, ${o.n} tokens, median of ${o.rounds} interleaved rounds.`,
+    `OpenMP in this build: ${r.openmp ? "yes (OMP_WAIT_POLICY / GOMP_SPINCOUNT decide the upstream rows' barriers, and every row's waits between graphs)" : "no (ggml's own thread pool: upstream is its barrier; OMP_WAIT_POLICY / GOMP_SPINCOUNT have no effect)"}; ` +
+      `${o.threads} compute threads, ${o.resident ? 'resident' : `streamed: ${o.lanes} read lanes, cache ${o.cacheMb} MiB`}, ` +
+      `${o.noRepack ? 'no repacking (--no-repack)' : "weights repacked (bmoe's default)"}, ${o.n} tokens, median of ${o.rounds} interleaved rounds.`,
     '',
     '| wait policy | neighbour | s/token (median) | rounds | vs libgomp default, same neighbour |',
     '|---|---|---|---|---|',

@@ -10,22 +10,26 @@ import { ConfigError, loadConfigSet, parseConfigSet, resolveFlags, rowStem, SPEC
 const MiB = 1024 * 1024;
 
 describe('config sets', () => {
-  it("spec: the spec's eight rows in its order, one fixed flag string each, plus the llama.cpp peer", () => {
+  it("spec: the spec's eight rows in its order, one fixed flag string each (repack off, as the peer), plus the llama.cpp peer", () => {
     const rows = loadConfigSet('spec-mib');
     expect(rows.map((r) => r.flags)).toEqual([
-      '',
-      '--moe-stream --no-overlap --no-route-ahead',
-      '--moe-stream --cache-mb 2000 --io-threads 2 --no-overlap --no-route-ahead',
-      '--moe-stream --cache-mb 2000 --io-threads 4 --no-overlap --no-route-ahead',
-      '--moe-stream --cache-mb 4000 --io-threads 2 --no-overlap --no-route-ahead',
-      '--moe-stream --cache-mb 4000 --io-threads 4 --no-overlap --no-route-ahead',
-      '--moe-stream --cache-mb 0 --io-threads 4 --overlap --no-route-ahead',
-      '--moe-stream --cache-mb 4000 --io-threads 4 --overlap --no-route-ahead',
+      '--no-repack',
+      '--moe-stream --no-overlap --no-route-ahead --no-repack',
+      '--moe-stream --cache-mb 2000 --io-threads 2 --no-overlap --no-route-ahead --no-repack',
+      '--moe-stream --cache-mb 2000 --io-threads 4 --no-overlap --no-route-ahead --no-repack',
+      '--moe-stream --cache-mb 4000 --io-threads 2 --no-overlap --no-route-ahead --no-repack',
+      '--moe-stream --cache-mb 4000 --io-threads 4 --no-overlap --no-route-ahead --no-repack',
+      '--moe-stream --cache-mb 0 --io-threads 4 --overlap --no-route-ahead --no-repack',
+      '--moe-stream --cache-mb 4000 --io-threads 4 --overlap --no-route-ahead --no-repack',
       '-nr',
     ]);
     expect(rows.at(-1)?.tool).toBe('llama-completion');
     const pct = loadConfigSet('spec');
-    expect(pct[2]?.flags).toBe(`--moe-stream --cache-mb ${specCachePercent(2000)}% --io-threads 2 --no-overlap --no-route-ahead`);
+    expect(pct[2]?.flags).toBe(`--moe-stream --cache-mb ${specCachePercent(2000)}% --io-threads 2 --no-overlap --no-route-ahead --no-repack`);
+    // bmoe repacks by default: every bmoe row of every built-in set says --no-repack, as the peer's -nr.
+    for (const set of ['spec', 'spec-mib', 'smoke']) {
+      for (const r of loadConfigSet(set).filter((x) => x.tool === 'bmoe')) expect(r.flags.split(' '), `${set} ${r.id}`).toContain('--no-repack');
+    }
   });
 
   it("the spec's expert bytes match the plan of the qwen3-30b-a3b preset at Q4_K_M (within 0.5 %)", () => {

@@ -62,7 +62,7 @@ describe('bmoe-bench matrix + analyze on a tiny fixture', () => {
     expect(rec.status).toBe('ok');
     // 50 % of this model's expert bytes, in whole MiB, is what the row ran with
     const expertMiB = rec.model.expertBytes / 2 ** 20;
-    expect(rec.config.resolvedFlags).toEqual(['--moe-stream', '--cache-mb', String(Math.max(1, Math.round(0.5 * expertMiB))), '--io-threads', '2', '--no-overlap', '--no-route-ahead']);
+    expect(rec.config.resolvedFlags).toEqual(['--moe-stream', '--cache-mb', String(Math.max(1, Math.round(0.5 * expertMiB))), '--io-threads', '2', '--no-overlap', '--no-route-ahead', '--no-repack']);
     expect(rec.argv).toEqual(expect.arrayContaining(['run', model, '--moe-stream', '--io-threads', '2', '--no-overlap', '--no-route-ahead']));
     const tokens = parseMetricsCsv(readFileSync(join(out, 'tiny__c50-l2.csv'), 'utf8'), 'csv');
     expect(tokens).toHaveLength(12);

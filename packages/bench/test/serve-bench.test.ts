@@ -87,7 +87,7 @@ describe('reading a stream', () => {
 });
 
 describe('server flags', () => {
-  const base: ServerConfig = { threads: 2, ctxSize: 8192, parallel: 4, moeStream: false, repack: false, limited: false };
+  const base: ServerConfig = { threads: 2, ctxSize: 8192, parallel: 4, moeStream: false, noRepack: false, limited: false };
 
   it("gives llama-server the total context of its slots, KV not unified, and its other defaults", () => {
     expect(bmoeServeFlags(base)).toEqual(['-t', '2', '-c', '8192', '--parallel', '4']);
@@ -98,7 +98,11 @@ describe('server flags', () => {
     const c: ServerConfig = { ...base, parallel: 1, moeStream: true, cacheMb: 600, limited: true, saveDir: '/tmp/kv' };
     expect(bmoeServeFlags(c)).toEqual(['-t', '2', '-c', '8192', '--parallel', '1', '--moe-stream', '--cache-mb', '600', '--kv-dir', '/tmp/kv']);
     expect(llamaServerFlags(c)).toEqual(['-t', '2', '-c', '8192', '-np', '1', '--no-kv-unified', '--no-webui', '-nr', '--slot-save-path', '/tmp/kv']);
-    expect(bmoeServeFlags({ ...base, cacheMb: 600, repack: true })).toEqual(['-t', '2', '-c', '8192', '--parallel', '4', '--repack']);
+    // bmoe repacks by default, as llama-server: no repack flag unless --no-repack is asked for, and
+    // none inside a memory limit either (bmoe's settings rule keeps a resident model bigger than memory unrepacked).
+    expect(bmoeServeFlags({ ...base, cacheMb: 600, noRepack: true })).toEqual(['-t', '2', '-c', '8192', '--parallel', '4', '--no-repack']);
+    expect(bmoeServeFlags({ ...base, limited: true })).toEqual(['-t', '2', '-c', '8192', '--parallel', '4']);
+    expect(llamaServerFlags({ ...base, noRepack: true })).not.toContain('-nr');
   });
 });
 
@@ -116,7 +120,7 @@ function fakeResult(): ServeBenchResult {
   });
   const resume: ResumeRun = { build: { ttftMs: 2000, promptTokens: 3010, cachedTokens: 0 }, resume: { ttftMs: 100, promptTokens: 3100, cachedTokens: 3010 }, restoreMs: null, saveMs: null };
   return {
-    model: '/models/q30-3l.gguf', threads: 2, ctxSize: 8192, memLimitGiB: null, moeStream: false, cacheMb: null, ompWaitPolicy: null, gompSpinCount: null,
+    model: '/models/q30-3l.gguf', threads: 2, ctxSize: 8192, memLimitGiB: null, moeStream: false, cacheMb: null, bmoeWait: null, ompWaitPolicy: null, gompSpinCount: null,
     calibration: calibrate(17, 577), probeTokens: { bmoe: 577, 'llama-server': 577 },
     alternating,
     load: [1, 2, 4].map((k) => ({ clients: k, sides: { bmoe: ok(load(k, 50 * k)), 'llama-server': ok(load(k, 25 * k)) } })),
@@ -165,7 +169,12 @@ describe('the report', () => {
     expect(md).toContain('| row | bmoe serve | llama-server | bmoe / llama-server |');
     expect(md).toContain('Model q30-3l.gguf, 2 threads, 8192 tokens of context per slot');
     expect(md).toContain('1.400 tokens/word (the probe: 577 prompt tokens on bmoe, 577 on llama-server)');
-    expect(md).toContain('OMP_WAIT_POLICY not set');
+    expect(md).toContain("Waiting: bmoe's barrier policy auto (BMOE_WAIT not set");
+    expect(md).toContain('OMP_WAIT_POLICY not set for llama-server');
+    expect(md).toContain('No memory limit; both servers repack weights');
+    const set = serveBenchReport({ ...r, bmoeWait: 'upstream', ompWaitPolicy: 'active' });
+    expect(set).toContain("Waiting: bmoe's barrier policy BMOE_WAIT=upstream; OpenMP waiting as set for both: OMP_WAIT_POLICY=active.");
+    expect(serveBenchReport({ ...r, memLimitGiB: 2 })).toContain('bmoe as its settings rule chooses (a resident model bigger than memory: no repacked copy), llama-server maps the file (-nr');
     expect(md).toContain('- (b) 4: `bmoe serve MODEL -t 2` · `llama-server -m MODEL -t 2`');
     expect(md).toContain('- (c) llama-server: llama-server restored no tokens');
     expect(md).not.toContain('peak memory');
@@ -190,6 +199,8 @@ describe('the command', () => {
     program.commands[0]?.exitOverride().configureOutput({ writeErr: () => undefined });
     await expect(program.parseAsync(['serve', '--model', 'x.gguf', '--cache-mb', '8'], { from: 'user' })).rejects.toThrow(/--cache-mb requires --moe-stream/);
     await expect(program.parseAsync(['serve', '--model', '/nonexistent/x.gguf'], { from: 'user' })).rejects.toThrow(/no such file/);
+    // --no-repack is an option of its own (bmoe serve then gets --no-repack); --repack is gone (the default).
+    await expect(program.parseAsync(['serve', '--model', '/nonexistent/x.gguf', '--no-repack'], { from: 'user' })).rejects.toThrow(/no such file/);
     await expect(program.parseAsync(['serve', '--model', 'x.gguf', '--rows', 'z'], { from: 'user' })).rejects.toThrow(/unknown row z/);
   });
 });

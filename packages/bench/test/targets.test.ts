@@ -43,7 +43,7 @@ describe('targets rows', () => {
     expect(targetRows(100, 200, 4).map((r) => r.key)).toEqual([...ROW_KEYS]);
     expect(targetRows(100, 200, 4, ['stream0-overlap', 'mmap']).map((r) => r.key)).toEqual(['mmap', 'stream0-overlap']);
     const ov = targetRows(100, 200, 4, ['stream0-overlap'])[0];
-    expect(ov?.args).toEqual(['--moe-stream', '--io-threads', '4', '--cache-mb', '0', '--overlap', '--no-route-ahead']);
+    expect(ov?.args).toEqual(['--moe-stream', '--io-threads', '4', '--cache-mb', '0', '--overlap', '--no-route-ahead', '--no-repack']);
     expect(ov?.limited).toBe(true);
     // Every streamed row but the defaults rows says both choices: both are auto by default, so a
     // row named "serial" must say --no-overlap, one without route-ahead --no-route-ahead.
@@ -54,6 +54,15 @@ describe('targets rows', () => {
       expect(r.args.includes('--route-ahead') || r.args.includes('--no-route-ahead'), r.key).toBe(!auto);
     }
     expect(rows.find((r) => r.key === 'all-repack')?.args).toContain('--repack');
+    // bmoe repacks by default (as llama.cpp): every row but repack / all-repack (and llama-completion's
+    // own -nr) says --no-repack, so "repack off" and the streamed rows mean what they say; `repack`
+    // runs the defaults and says so.
+    for (const r of rows.filter((x) => !['repack', 'all-repack', 'peer'].includes(x.key))) expect(r.args, r.key).toContain('--no-repack');
+    const repack = rows.find((r) => r.key === 'repack');
+    expect(repack?.args).toEqual([]);
+    expect(repack?.name).toBe('resident (defaults: repack on, as llama.cpp; no limit)');
+    expect(rows.find((r) => r.key === 'all-repack')?.args).not.toContain('--no-repack');
+    expect(rows.filter((r) => r.name.includes('repack off')).map((r) => r.key)).toEqual(['resident', 'resident-top1', 'prebuilt', 'mmap']);
     expect(targetRows(100, 200, 4, ['mmap', 'peer']).every((r) => r.baseline)).toBe(true);
     // The defaults rows say that both choices are auto.
     expect(rows.find((r) => r.key === 'stream0-auto')?.name).toBe('stream cache 0, 4 lanes, defaults: overlap auto + route-ahead auto (limited)');
@@ -65,7 +74,7 @@ describe('targets rows', () => {
     expect(resident?.key).toBe('resident');
     expect(top1?.key).toBe('resident-top1');
     expect(top1?.name).toBe('resident, --n-expert-used 1 (repack off, no limit; measures expert compute)');
-    expect(top1?.args).toEqual(['--n-expert-used', '1']);
+    expect(top1?.args).toEqual(['--n-expert-used', '1', '--no-repack']);
     expect(top1?.limited).toBe(false);
     expect(ROW_KEYS.indexOf('resident-top1')).toBe(ROW_KEYS.indexOf('resident') + 1);
   });
@@ -182,6 +191,20 @@ describe('the prebuilt row', () => {
     const failed = targetsReport({ header, rows: [row('resident', [0.1]), { key: 'prebuilt', name, limited: false, ok: false, error: noPrebuiltError('linux-x64-gnu') }] }, o);
     expect(failed).toContain(`| ${name} | ${noPrebuiltError('linux-x64-gnu')} |`);
     expect(failed).not.toContain('prebuilt/native decode rate');
+  });
+
+  it('finds the resident (--no-repack) and repack (the defaults) rows by key for the whole-run ratios', async () => {
+    const header = await inspectModel(single);
+    const o: TargetsOptions = { model: single, memLimitGiB: 2, n: 8, threads: 2, cacheMb: 100, lanes: 4, dropCaches: false, prompt: 'x', bmoe: [], log: () => undefined };
+    const named = Object.fromEntries(targetRows(100, 200, 4).map((r) => [r.key, r.name]));
+    const res = (key: 'resident' | 'repack' | 'all' | 'all-repack', tps: number): RowResult => ({
+      key, name: named[key] ?? key, limited: false, ok: true, summary: { ...summarize([]), tokensPerSecond: tps, secondsPerToken: 1 / tps },
+    });
+    const report = targetsReport({ header, rows: [res('resident', 10), res('repack', 20), res('all', 5), res('all-repack', 8)] }, o);
+    expect(report).toContain('| resident (defaults: repack on, as llama.cpp; no limit) |');
+    expect(report).toContain('| cache = all experts vs resident, whole run (cold start included) | 0.500 |');
+    expect(report).toContain('| cache = all experts vs the default resident run (repack on, as llama.cpp), whole run | 0.250 |');
+    expect(report).toContain('| cache = all experts with --repack vs the default resident run (repack on, as llama.cpp), whole run | 0.400 |');
   });
 });
 

@@ -1,6 +1,7 @@
 // `bmoe-bench waiting`: each cell runs `bmoe run --moe-stream` under one wait policy (libgomp's
-// default, bmoe's, passive, active), alone or beside a busy process, and the report compares each
-// with libgomp's default beside the same neighbour. End to end on a tiny model through the executable.
+// default and passive / active through OpenMP's barrier, bmoe's default barrier policy, its spin and
+// sleep forced), alone or beside a busy process, and the report compares each with libgomp's
+// default beside the same neighbour. End to end on a tiny model through the executable.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { median, waitingArgv, type WaitingOptions } from '../src/waiting.js';
+import { median, WAIT_POLICIES, waitingArgv, waitingReport, type WaitingOptions } from '../src/waiting.js';
 
 const BENCH = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
@@ -22,10 +23,24 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe('waiting cells', () => {
   const o: WaitingOptions = { model: 'm.gguf', n: 8, threads: 2, lanes: 4, cacheMb: 0, rounds: 1, prompt: 'hi', bmoe: ['bmoe'], log: () => {} };
   it('sets the policy in the environment, or unsets it for the default', () => {
-    expect(waitingArgv(o, 'passive').slice(0, 5)).toEqual(['env', '-u', 'GOMP_SPINCOUNT', 'OMP_WAIT_POLICY=passive', 'bmoe']);
-    expect(waitingArgv(o, 'libgomp').slice(0, 5)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=300000', 'bmoe']);
-    expect(waitingArgv(o, 'bmoe').slice(0, 6)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'bmoe']);
-    expect(waitingArgv(o, 'spin3000').slice(0, 5)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'GOMP_SPINCOUNT=3000', 'bmoe']);
+    expect(WAIT_POLICIES).toEqual(['libgomp', 'bmoe', 'passive', 'active', 'spin', 'sleep']);
+    // OpenMP's barrier (BMOE_WAIT=upstream), waiting as OpenMP is told: llama.cpp's default build, passive, active.
+    expect(waitingArgv(o, 'libgomp').slice(0, 6)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'BMOE_WAIT=upstream', 'GOMP_SPINCOUNT=300000', 'bmoe']);
+    expect(waitingArgv(o, 'passive').slice(0, 6)).toEqual(['env', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=upstream', 'OMP_WAIT_POLICY=passive', 'bmoe']);
+    expect(waitingArgv(o, 'active').slice(0, 6)).toEqual(['env', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=upstream', 'OMP_WAIT_POLICY=active', 'bmoe']);
+    // bmoe's default: nothing set (BMOE_WAIT auto); spin and sleep force its barrier, OpenMP as by default.
+    expect(waitingArgv(o, 'bmoe').slice(0, 8)).toEqual(['env', '-u', 'BMOE_WAIT', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'bmoe']);
+    expect(waitingArgv(o, 'spin').slice(0, 7)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=spin', 'bmoe']);
+    expect(waitingArgv(o, 'sleep').slice(0, 7)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=sleep', 'bmoe']);
+    // env takes its -u options before any assignment.
+    for (const p of WAIT_POLICIES) {
+      const argv = waitingArgv(o, p);
+      const firstSet = argv.findIndex((a) => a.includes('='));
+      expect(argv.slice(firstSet, argv.indexOf('bmoe')).every((a) => a.includes('=')), p).toBe(true);
+    }
+    // Repacking as bmoe's default unless --no-repack is asked for.
+    expect(waitingArgv(o, 'bmoe').some((a) => a.includes('repack'))).toBe(false);
+    expect(waitingArgv({ ...o, noRepack: true }, 'bmoe').at(-1)).toBe('--no-repack');
     // Resident: no streaming flags, the model held in memory.
     const resident = waitingArgv({ ...o, resident: true }, 'passive');
     expect(resident).toContain('--no-moe-stream');
@@ -34,6 +49,16 @@ describe('waiting cells', () => {
     // Serial without route-ahead, as measured: auto would mix decode modes in while it probes.
     expect(waitingArgv(o, 'active').slice(-2)).toEqual(['--no-overlap', '--no-route-ahead']);
   });
+  it('reports each policy by what it sets, and the repacking', () => {
+    const cells = WAIT_POLICIES.flatMap((policy) => [false, true].map((busy) => ({ policy, busy, secondsPerToken: [0.1, 0.2, 0.3] })));
+    const md = waitingReport({ cells, openmp: true }, o);
+    expect(md).toContain("weights repacked (bmoe's default)");
+    expect(md).toContain("OMP_WAIT_POLICY / GOMP_SPINCOUNT decide the upstream rows' barriers");
+    expect(md).toContain("| bmoe's default (nothing set: BMOE_WAIT auto) | one busy process | 0.2000 | 0.100, 0.200, 0.300 | 1.000 |");
+    expect(md).toContain('| BMOE_WAIT=sleep | idle |');
+    expect(waitingReport({ cells, openmp: false }, { ...o, noRepack: true })).toContain('no repacking (--no-repack)');
+  });
+
   it('takes the median of the rounds', () => {
     expect(median([3, 1, 2])).toBe(2);
     expect(median([4, 1, 2, 3])).toBe(2.5);
@@ -48,8 +73,11 @@ describe('bmoe-bench waiting on a tiny model', () => {
     });
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^OpenMP in this build: (yes|no)/);
-    const rows = r.stdout.split('\n').filter((l) => /^\| (libgomp|bmoe|OMP_WAIT)/.test(l));
-    const labels = ["libgomp's default (GOMP_SPINCOUNT=300000)", "bmoe's default (nothing set)", 'OMP_WAIT_POLICY=passive', 'OMP_WAIT_POLICY=active'];
+    const rows = r.stdout.split('\n').filter((l) => /^\| (libgomp|bmoe|BMOE_WAIT)/.test(l));
+    const labels = [
+      "libgomp's default, as llama.cpp (BMOE_WAIT=upstream GOMP_SPINCOUNT=300000)", "bmoe's default (nothing set: BMOE_WAIT auto)",
+      "BMOE_WAIT=upstream OMP_WAIT_POLICY=passive (bmoe's previous default)", 'BMOE_WAIT=upstream OMP_WAIT_POLICY=active', 'BMOE_WAIT=spin', 'BMOE_WAIT=sleep',
+    ];
     expect(rows.map((l) => l.split('|').slice(1, 3).map((c) => c.trim()).join(' / '))).toEqual([
       ...labels.map((p) => `${p} / idle`), ...labels.map((p) => `${p} / one busy process`),
     ]);
