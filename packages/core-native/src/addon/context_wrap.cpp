@@ -69,8 +69,9 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     // binaries use ggml's own pool) creates and joins its worker threads in every graph compute:
     // once per token resident, once per MoE layer streamed (the eval callback splits the graph at
     // each routing node). Measured with bmoe-bench targets' prebuilt row (docs/benchmarks.md).
-    // No polling between graphs (poll 0): a streamed decode waits for reads between them, and
-    // spinning workers would take the cores from the read lanes and from the phone's other work.
+    // Created without polling between graphs (poll 0); before each decode the generator's wait
+    // policy (compute/wait_policy) sets the level: a short poll while spinning pays, none when the
+    // waits are lost to the read lanes or to the phone's other work.
     ggml_threadpool_params tpp = ggml_threadpool_params_default(p.threads);
     tpp.poll = 0;
     ggml_threadpool * tp = ggml_threadpool_new(&tpp);
@@ -91,6 +92,7 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     g.n_batch  = (int32_t) cp.n_batch;
     g.n_seq    = (int32_t) p.n_seq;
     g.observer = self->model->stream.get();
+    g.threadpool = tp;
     if (!self->model->guards.empty()) {
         const model_state * m = self->model.get();
         g.file_check = [m](bool full) { return m->file_check(full); };

@@ -34,6 +34,16 @@ int64_t wait_policy::next_spin() const {
     return sleeping_ && !probing_ ? 0 : spin_ns;
 }
 
+int32_t wait_policy::next_poll() const {
+    switch (mode) {
+        case wait_mode::upstream: return -1;
+        case wait_mode::spin: return 50;  // ggml's default level
+        case wait_mode::sleep: return 0;
+        case wait_mode::auto_: break;
+    }
+    return sleeping_ && !probing_ ? 0 : 1;
+}
+
 void wait_policy::observe(uint64_t waits, uint64_t slept) {
     if (mode != wait_mode::auto_) return;
     const bool known = waits >= min_waits;

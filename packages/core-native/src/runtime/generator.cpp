@@ -62,13 +62,15 @@ struct barrier_counts {
 
 // The policy's spin for this decode, and the barrier counts before it (patch 0006; without it the
 // build keeps ggml's own waiting and the policy sees nothing).
-barrier_counts barrier_begin(const wait_policy & w) {
+barrier_counts barrier_begin(const wait_policy & w, ggml_threadpool * pool) {
     barrier_counts c;
 #ifdef BMOE_HAVE_BARRIER_SPIN
     ggml_cpu_set_barrier_spin(w.next_spin());
+    if (pool && w.next_poll() >= 0) ggml_threadpool_set_poll(pool, (uint32_t) w.next_poll());
     ggml_cpu_barrier_counts(&c.waits, &c.slept);
 #else
     (void) w;
+    (void) pool;
 #endif
     return c;
 }
@@ -332,7 +334,7 @@ void generator::step(const std::vector<generation *> & active) {
     if (batch.n_tokens == 0) return;
 
     stop_decode.store(false);
-    const barrier_counts b0 = barrier_begin(waits);
+    const barrier_counts b0 = barrier_begin(waits, threadpool);
     decode_timer  timer(observer, &stop_decode);
     const int32_t rc = llama_decode(ctx, batch);
     const token_metrics m = timer.finish();

@@ -17,6 +17,18 @@ static int64_t step(wait_policy & p, uint64_t lost) {
     return spin;
 }
 
+static void test_poll_follows_the_barrier_choice() {
+    wait_policy p;
+    CHECK(p.next_poll() == 1);
+    step(p, 90);
+    CHECK(p.sleeping() && p.next_poll() == 0);
+    wait_policy up, spin, sleep;
+    up.mode = wait_mode::upstream;
+    spin.mode = wait_mode::spin;
+    sleep.mode = wait_mode::sleep;
+    CHECK(up.next_poll() == -1 && spin.next_poll() == 50 && sleep.next_poll() == 0);
+}
+
 static void test_fixed_modes_never_change() {
     wait_policy spin, sleep, up;
     spin.mode = wait_mode::spin;
@@ -87,6 +99,7 @@ static void test_names_round_trip() {
 
 int main() {
     test_fixed_modes_never_change();
+    test_poll_follows_the_barrier_choice();
     test_auto_keeps_spinning_while_waits_end_within_the_spin();
     test_auto_sleeps_when_most_waits_outlast_the_spin_then_probes_with_backoff();
     test_a_won_probe_returns_to_spinning_and_resets_the_backoff();

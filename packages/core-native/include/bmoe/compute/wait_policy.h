@@ -10,7 +10,9 @@
 // the core (a streamed token waits for reads inside mul_mat_id). Auto spins a bounded time — long
 // enough for an op's imbalance, short next to a scheduler's time slice — and when more than half
 // of a step's waits outlast the spin (the waits are being lost to someone else), it sleeps at once
-// instead, probing the spin again after 8, 16, … 128 steps.
+// instead, probing the spin again after 8, 16, … 128 steps. The same state decides how ggml's own
+// pool (the prebuilt binaries) waits between graphs: polling (level 1, a few ms) while spinning
+// pays, sleeping at once otherwise; an OpenMP build's threads wait there as OMP_WAIT_POLICY says.
 #include <cstdint>
 #include <string>
 
@@ -39,6 +41,8 @@ struct wait_policy {
 
     // The barrier spin for the next step: < 0 upstream's, 0 sleep at once, else nanoseconds.
     int64_t next_spin() const;
+    // The pool's poll level between graphs for the next step (ggml's 0 … 100; -1 leave it).
+    int32_t next_poll() const;
     // What the step's barriers saw: how many waits, how many outlasted the spin and slept.
     void observe(uint64_t waits, uint64_t slept);
     // Auto's state, for tests and the debug line.

@@ -88,8 +88,10 @@ struct generator {
     // Raised by the observer (a decode it cannot finish) or by the owner (closing): the running
     // llama_decode stops at its next graph node. Cleared at the start of every step.
     std::atomic<bool>        stop_decode{false};
-    // How the compute threads wait at ggml's barriers, chosen before each decode (compute/).
+    // How the compute threads wait at ggml's barriers, chosen before each decode (compute/), and
+    // the context's pool, whose polling between graphs follows it (null: none attached).
     wait_policy              waits;
+    ggml_threadpool *        threadpool = nullptr;
 
     generator() = default;
     ~generator();
