@@ -117,9 +117,9 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
     // peak-RSS bound read it as MiB), not 0 and not 'auto'.
     .addOption(engineFlag('stream.cacheMb', { help: 'cache of the cached rows, MiB', default: 1000, min: 1, noAuto: true }))
     .option('--drop-caches', 'drop the page cache before every row (root)')
-    .option('--rows <keys>', `rows to run, comma-separated (${ROW_KEYS.join(', ')})`, rowKeys, [...ROW_KEYS])
-    .option('--baseline-n <N>', 'tokens for the mmap baseline and llama-completion rows (default: --n)', int(1))
-    .option('--rounds <N>', 'interleaved rounds of resident with prebuilt and resident-top1, of repack/all-repack and, when an -auto row is asked for, of its family (stream0*, cached*), each row its median round (other rows run once)', int(1), 3)
+    .option('--rows <keys>', `rows to run, comma-separated (${ROW_KEYS.join(', ')}); llama: llama-completion at its defaults (repack on, no limit) against repack (bmoe's defaults), peer: llama-completion -nr under the limit`, rowKeys, [...ROW_KEYS])
+    .option('--baseline-n <N>', 'tokens for the mmap baseline and peer (llama-completion -nr, limited) rows (default: --n)', int(1))
+    .option('--rounds <N>', 'interleaved rounds of resident with prebuilt and resident-top1, of repack with llama and all-repack and, when an -auto row is asked for, of its family (stream0*, cached*), each row its median round (other rows run once)', int(1), 3)
     .option('--timeout-min <N>', 'time limit per row, minutes', int(1), 30)
     .action(async (o: { model: string; memLimit: number; n: number; threads: number; cacheMb: number; ioThreads: number; dropCaches?: boolean; prompt: string; rows: RowKey[]; baselineN?: number; rounds: number; timeoutMin: number }) => {
       const topts = {

@@ -36,7 +36,7 @@ export {
   type RowResult,
   type TargetsOptions,
 } from './targets.js';
-export { pairedTargets, prebuiltTarget, rooflineRatio, targetsReport, type Target } from './targets-report.js';
+export { llamaTarget, pairedTargets, prebuiltTarget, rooflineRatio, targetsReport, type Target } from './targets-report.js';
 export { fullHitRatio } from './full-hit.js';
 export { registerServeLoad, runServeLoad, serveLoadReport, type LatencyStats, type ServeLoadOptions, type ServeLoadResult } from './serve-load.js';
 export { parseDoneEvent, parsePeerRate, type DoneEvent } from './run-output.js';

@@ -3,7 +3,7 @@
 import type { RunSummary } from '@bmoe/engine';
 import { fullHitRatio } from './full-hit.js';
 import { median } from './waiting.js';
-import type { RowResult, TargetsOptions, runTargets } from './targets.js';
+import { runSecondsPerToken, type RowResult, type TargetsOptions, type runTargets } from './targets.js';
 
 const MiB = 1024 * 1024;
 
@@ -20,6 +20,32 @@ export function prebuiltTarget(rows: readonly RowResult[]): Target | undefined {
   const ratio = spt(native) / spt(pre);
   const n = pre.roundSecondsPerToken?.length ?? 1;
   return [`prebuilt/native decode rate (native s/token ÷ prebuilt s/token, medians of ${n} interleaved rounds): ${pre.name}`, ratio, '≥ 0.97', ratio >= 0.97];
+}
+
+/**
+ * bmoe's defaults against llama.cpp's, resident and unlimited: each round's `llama` s/token
+ * (llama-completion at its defaults, 1 ÷ its eval rate) ÷ the same round's `repack` s/token (bmoe
+ * run at its defaults), > 1 when bmoe is faster. When the two rows ran interleaved
+ * (roundSecondsPerToken of the same length) one ratio per round, so the VM's drift cancels;
+ * otherwise the one ratio of their results. Undefined when either row has no numbers.
+ */
+export function llamaRoundRatios(rows: readonly RowResult[]): number[] | undefined {
+  const bmoe = rows.find((x) => x.key === 'repack' && x.ok && x.summary);
+  const llama = rows.find((x) => x.key === 'llama' && x.ok && x.peerTokensPerSecond !== undefined);
+  if (!bmoe || !llama) return undefined;
+  const rb = bmoe.roundSecondsPerToken ?? [];
+  const rl = llama.roundSecondsPerToken ?? [];
+  if (rl.length > 0 && rl.length === rb.length) return rl.map((v, i) => v / (rb[i] ?? NaN));
+  return [runSecondsPerToken(llama) / runSecondsPerToken(bmoe)];
+}
+
+/** bmoe's resident decode at its defaults against llama-completion's at its own: the median of llamaRoundRatios, goal ≥ 1.0. */
+export function llamaTarget(rows: readonly RowResult[]): Target | undefined {
+  const r = llamaRoundRatios(rows);
+  if (!r) return undefined;
+  const ratio = median(r);
+  const label = `resident decode, bmoe defaults vs llama-completion defaults (median of ${r.length} per-round ratios of llama s/token ÷ bmoe s/token)`;
+  return [label, ratio, '≥ 1.0', Number.isFinite(ratio) ? ratio >= 1 : undefined];
 }
 
 /** [label, measured, goal, met] and, optionally, the decimals to print (default 3). */
@@ -151,6 +177,20 @@ export function rooflineRatio(s: RunSummary | undefined, ceilingMiBps: number): 
 
 const f = (x: number | undefined | null, d = 2): string => (x === undefined || x === null || !Number.isFinite(x) ? '—' : x.toFixed(d));
 
+/**
+ * The interleaved rows' every round, decode s/token, with `all-repack`'s 100 %-hit ratio and
+ * `llama`'s ratio to `repack` (llamaRoundRatios) per round. Undefined when no row ran in rounds.
+ */
+function roundsLine(rows: readonly RowResult[]): string | undefined {
+  const llama = llamaRoundRatios(rows);
+  const rounds = rows.filter((x) => x.roundSecondsPerToken).map((x) => {
+    const full = x.roundFullHitRatios ? ` (100 %-hit ratio per round: ${x.roundFullHitRatios.map((v) => f(v, 3)).join(', ')})` : '';
+    const vs = x.key === 'llama' && llama && llama.length === x.roundSecondsPerToken?.length ? ` (llama s/token ÷ bmoe s/token per round: ${llama.map((v) => f(v, 3)).join(', ')})` : '';
+    return `${x.name}: ${x.roundSecondsPerToken?.map((v) => f(v, 4)).join(', ')}${full}${vs}`;
+  });
+  return rounds.length > 0 ? `Interleaved rounds, decode s/token (the table shows each row's median round): ${rounds.join('; ')}.` : undefined;
+}
+
 export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: TargetsOptions): string {
   const { rows, header } = r;
   const out: string[] = [];
@@ -191,8 +231,8 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   const r4 = ratio(cached?.mgmtSecondsPerToken, cached?.ioSecondsPerToken);
   t.push([`cache management / flash I/O (cache ${o.cacheMb} MiB)`, r4, '≤ 0.15', r4 === undefined ? undefined : r4 <= 0.15]);
   t.push(...pairedTargets(rows, header.expertsUsed));
-  const pre = prebuiltTarget(rows);
-  if (pre) t.push(pre);
+  // The prebuilt addon against the native build; bmoe's defaults against llama-completion's.
+  for (const x of [prebuiltTarget(rows), llamaTarget(rows)]) if (x) t.push(x);
   for (const row of rows.filter((x) => x.name.startsWith('stream') && x.summary)) {
     const rr = rooflineRatio(row.summary, row.ceilingMiBps ?? NaN);
     const zero = row.name.startsWith('stream cache 0');
@@ -227,8 +267,8 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   out.push('', '| target | measured | goal | |', '|---|---|---|---|');
   // Targets whose rows were not run (--rows) are left out.
   for (const [name, v, goal, pass, digits] of t.filter(([, v]) => v !== undefined)) out.push(`| ${name} | ${f(v, digits ?? 3)} | ${goal} | ${pass === undefined ? '' : pass ? 'met' : 'missed'} |`);
-  const rounds = rows.filter((x) => x.roundSecondsPerToken).map((x) => `${x.name}: ${x.roundSecondsPerToken?.map((v) => f(v, 4)).join(', ')}${x.roundFullHitRatios ? ` (100 %-hit ratio per round: ${x.roundFullHitRatios.map((v) => f(v, 3)).join(', ')})` : ''}`);
-  if (rounds.length > 0) out.push('', `Interleaved rounds, decode s/token (the table shows each row's median round): ${rounds.join('; ')}.`);
+  const rounds = roundsLine(rows);
+  if (rounds) out.push('', rounds);
   const ceilings = rows.filter((x) => x.ceilingMiBps !== undefined).map((x) => `${f(x.ceilingMiBps, 0)} before ${x.name}`);
   out.push('', `O_DIRECT read ceiling (${o.lanes} lanes), MiB/s: ${ceilings.join('; ') || '—'}. Model: ${header.path}, dense ${f(header.denseBytes / MiB, 0)} MiB, experts ${f(header.expertBytes / MiB, 0)} MiB, working set ${f(header.workingSetBytes / MiB, 0)} MiB/token.`);
   return out.join('\n');

@@ -5,8 +5,8 @@
 // run by the prebuilt addon the loader picks on this machine (BMOE_NATIVE_PATH=<its file>). Rows
 // compared with each other run interleaved for `rounds` rounds (the VM's speed drifts 20–60 %
 // between identical runs) and each is summarised by its median round: `resident` with `prebuilt`
-// and `resident-top1` (top-1 routing: gives the expert compute per token), `repack`/`all-repack`,
-// and a streamed family (ROW_FAMILIES) whose `-auto` row (the defaults) is asked for, so the defaults are compared with each forced combination round by round (runGroups).
+// and `resident-top1` (top-1 routing: gives the expert compute per token), `repack` with `llama`
+// (llama.cpp's llama-completion at its defaults) and `all-repack`, and a streamed family (ROW_FAMILIES) whose `-auto` row (the defaults) is asked for, so the defaults are compared with each forced combination round by round (runGroups).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,7 +37,7 @@ export interface TargetsOptions {
   /** Tokens for the mmap baseline and llama-completion rows (hopeless far past RAM). Default: `n`. */
   baselineN?: number;
   /**
-   * Interleaved rounds of `resident` with `prebuilt` and `resident-top1`, of `repack`/`all-repack`
+   * Interleaved rounds of `resident` with `prebuilt` and `resident-top1`, of `repack` with `llama`/`all-repack`
    * and of a streamed family whose `-auto` row is asked for (each row's median round is compared). Default 3.
    */
   rounds?: number;
@@ -50,7 +50,7 @@ export interface TargetsOptions {
 
 /** Row keys, in run order: `--rows` picks among them (`prebuilt` brings `resident`, its reference, along). */
 export const ROW_KEYS = [
-  'resident', 'resident-top1', 'prebuilt', 'repack', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto',
+  'resident', 'resident-top1', 'prebuilt', 'repack', 'llama', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto',
   'cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'cached-auto', 'prefetch', 'all', 'all-repack',
 ] as const;
 export type RowKey = (typeof ROW_KEYS)[number];
@@ -76,7 +76,7 @@ export interface RunGroup {
 /**
  * The rows of `keys` (any order; `prebuilt` brings `resident`) grouped as they run, in run order:
  * `resident` with those of `resident-top1` and `prebuilt` asked for (`prebuilt` only when a prebuilt
- * addon is installed: `prebuilt`), `repack` with `all-repack`, a family of ROW_FAMILIES with the
+ * addon is installed: `prebuilt`), `repack` with those of `llama` and `all-repack` asked for, a family of ROW_FAMILIES with the
  * family's other rows asked for when its `-auto` row is asked for; every other row alone, once.
  * Without a prebuilt addon installed (`prebuilt` false) `prebuilt` is a group of its own that fails
  * saying how to build one (and `resident` runs once unless `resident-top1` is asked for).
@@ -92,13 +92,16 @@ export function runGroups(keys: readonly RowKey[], rounds: number, prebuilt = tr
     let members: RowKey[] = [k];
     if (family?.some((f) => f.endsWith('-auto') && want.includes(f))) members = family.filter((f) => want.includes(f));
     else if (k === 'resident') members = want.filter((x) => x === 'resident' || x === 'resident-top1' || (x === 'prebuilt' && prebuilt));
-    else if (k === 'repack' && want.includes('all-repack')) members = ['repack', 'all-repack'];
+    else if (k === 'repack') members = want.filter((x) => REPACK_FAMILY.includes(x));
     const interleaved = members.length > 1 || k.endsWith('-auto');
     for (const m of members) taken.add(m);
     groups.push({ keys: members, rounds: interleaved ? n : 1, interleaved });
   }
   return groups;
 }
+
+/** The rows run interleaved with `repack` (bmoe's defaults) when asked for with it, in this order within a round. */
+const REPACK_FAMILY: readonly RowKey[] = ['repack', 'llama', 'all-repack'];
 
 /** One group's runs in order, as [row key, round] (rounds from 1): round 1 runs each row in turn, then round 2, … */
 export function groupPlan(g: RunGroup): Array<[RowKey, number]> {
@@ -110,13 +113,15 @@ export function roundPlan(keys: readonly RowKey[], rounds: number, prebuilt = tr
   return runGroups(keys, rounds, prebuilt).flatMap(groupPlan);
 }
 
-interface Row {
+export interface Row {
   key: RowKey;
   name: string;
   limited: boolean;
   args: string[];
   /** llama.cpp's own tool instead of bmoe. */
   peer?: boolean;
+  /** Peer rows: llama-completion's weight repacking (its default, on; off passes -nr). */
+  repack?: boolean;
   /** Keep the per-token CSV (for the 100 %-hit comparison). */
   csv?: boolean;
   /** A baseline row: runs `baselineN` tokens. */
@@ -135,7 +140,7 @@ export interface RowResult {
   summary?: RunSummary;
   loadReadBytes?: number | null;
   cgroupPeakBytes?: number | null;
-  /** llama-completion's eval rate (peer row). */
+  /** llama-completion's eval rate (peer rows: `peer`, `llama`). */
   peerTokensPerSecond?: number;
   /** Per-token records (rows with `csv`). */
   tokens?: TokenMetrics[];
@@ -149,6 +154,9 @@ export interface RowResult {
 
 /** The `repack` row's name: bmoe's defaults, repacking as llama.cpp does by default. */
 export const REPACK_ROW_NAME = 'resident (defaults: repack on, as llama.cpp; no limit)';
+
+/** The `llama` row's name: llama.cpp's llama-completion as it runs by default, compared with `repack` (bmoe's defaults). */
+export const LLAMA_ROW_NAME = 'llama-completion (its defaults: repack on; no limit)';
 
 /** The `prebuilt` row's name: the variant it runs, e.g. "resident, prebuilt linux-x64-gnu.zen4 (repack off, no limit)". */
 export function prebuiltRowName(p: Pick<PrebuiltBinary, 'target' | 'variant'> | null | undefined): string {
@@ -184,8 +192,10 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, k
     { key: 'resident-top1', name: 'resident, --n-expert-used 1 (repack off, no limit; measures expert compute)', limited: false, args: ['--n-expert-used', '1', ...nr] },
     { key: 'prebuilt', name: prebuiltRowName(prebuilt), limited: false, args: [...nr], ...(prebuilt ? { env: { BMOE_NATIVE_PATH: prebuilt.file } } : {}) },
     { key: 'repack', name: REPACK_ROW_NAME, limited: false, args: [], csv: true },
+    // llama.cpp at its defaults (repacking on), no limit and `n` tokens: bmoe's defaults (`repack`) against it, round by round.
+    { key: 'llama', name: LLAMA_ROW_NAME, limited: false, args: [], peer: true, repack: true },
     { key: 'mmap', name: 'mmap baseline (repack off, limited)', limited: true, args: [...nr], baseline: true },
-    { key: 'peer', name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true, baseline: true },
+    { key: 'peer', name: 'llama-completion -nr (limited)', limited: true, args: [], peer: true, repack: false, baseline: true },
     // Each streamed row says --overlap / --no-overlap and --route-ahead / --no-route-ahead: the
     // defaults (overlap auto, route-ahead auto) are rows of their own (`-auto`).
     { key: 'stream0', name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, ...noAhead, ...nr] },
@@ -324,24 +334,39 @@ async function runInterleaved(g: RunGroup, rows: readonly Row[], run: RunOnce): 
   return runs;
 }
 
+/** A run's decode s/token: its summary's, or 1 ÷ llama-completion's eval rate (peer rows). */
+export function runSecondsPerToken(r: RowResult): number {
+  return r.summary?.secondsPerToken ?? (r.peerTokensPerSecond ? 1 / r.peerTokensPerSecond : NaN);
+}
+
 /** Each row's median round, carrying every round's decode s/token (or its first failure). */
 function medianRounds(runs: RowResult[][]): RowResult[] {
   return runs.map((all) => {
     const failed = all.find((r) => !r.ok);
     if (failed) return failed;
-    const spt = all.map((r) => r.summary?.secondsPerToken ?? NaN);
+    const spt = all.map(runSecondsPerToken);
     return { ...(all[medianRound(spt)] as RowResult), roundSecondsPerToken: spt };
   });
 }
 
+/**
+ * One row's argv: `bmoe run --json` with the row's flags, or llama-completion (peer rows, `-nr`
+ * when the row's repacking is off) — by default the one built from the pinned source, else the one
+ * on PATH (if none, the row fails with exit 127 and the other rows still run).
+ */
+export function rowArgv(o: Pick<TargetsOptions, 'model' | 'prompt' | 'n' | 'baselineN' | 'threads' | 'bmoe'>, row: Row, csvPath: string, llamaBinary?: string): string[] {
+  const n = row.baseline ? (o.baselineN ?? o.n) : o.n;
+  if (row.peer) {
+    const binary = llamaBinary ?? llamaToolPath('llama-completion') ?? 'llama-completion';
+    return llamaCompletionArgv({ binary, model: o.model, prompt: o.prompt, nPredict: n, threads: o.threads, repack: row.repack ?? false });
+  }
+  const env = row.env ? ['env', ...Object.entries(row.env).map(([k, v]) => `${k}=${v}`)] : [];
+  return [...env, ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(n), '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];
+}
+
 /** One row: `bmoe run --json` (or llama-completion), and what its output says. */
 async function runRow(o: TargetsOptions, row: Row, cg: MemoryCgroup | null, csvPath: string): Promise<RowResult> {
-  const n = row.baseline ? (o.baselineN ?? o.n) : o.n;
-  const argv = row.peer
-    ? // Not built here: the one on PATH, else the row fails (exit 127) and the other rows still run.
-      llamaCompletionArgv({ binary: llamaToolPath('llama-completion') ?? 'llama-completion', model: o.model, prompt: o.prompt, nPredict: n, threads: o.threads, repack: false })
-    : [...(row.env ? ['env', ...Object.entries(row.env).map(([k, v]) => `${k}=${v}`)] : []), ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(n), '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];
-  const r = await runInCgroup(argv, cg, (o.timeoutMin ?? 30) * 60_000);
+  const r = await runInCgroup(rowArgv(o, row, csvPath), cg, (o.timeoutMin ?? 30) * 60_000);
   const res: RowResult = { key: row.key, name: row.name, limited: row.limited, ok: false, cgroupPeakBytes: row.limited ? r.peakBytes : null };
   if (r.oomKilled || r.code !== 0) {
     res.error = r.oomKilled ? 'killed by the OOM killer' : `exit ${r.code ?? r.signal}: ${r.stderr.trim().split('\n').pop() ?? ''}`;

@@ -3,7 +3,7 @@
 // live in its later shards), the roofline ratio, the prebuilt-vs-native comparison (its row, its
 // rounds' medians, its target), the defaults against serial and the best forced combination round
 // by round, the expert compute per token (resident against top-1) and the layer-dependency bound
-// of overlap, and real runs on tiny models inside a memory cgroup, end to end through the executable.
+// of overlap, the `llama` row (llama-completion at its defaults against bmoe's, round by round), and real runs on tiny models inside a memory cgroup, end to end through the executable.
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,17 +13,20 @@ import { inspectModel, summarize, type RunSummary } from '@bmoe/engine';
 import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  LLAMA_ROW_NAME,
+  REPACK_ROW_NAME,
   ROW_KEYS,
   ceilingTargets,
   roundPlan,
   hostPrebuiltTarget,
   medianRound,
   noPrebuiltError,
+  rowArgv,
   targetRows,
   type RowResult,
   type TargetsOptions,
 } from '../src/targets.js';
-import { dependencyBound, expertComputeSeconds, pairedTargets, prebuiltTarget, rooflineRatio, roundRatio, targetsReport } from '../src/targets-report.js';
+import { dependencyBound, expertComputeSeconds, llamaRoundRatios, llamaTarget, pairedTargets, prebuiltTarget, rooflineRatio, roundRatio, targetsReport } from '../src/targets-report.js';
 
 const BENCH = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const CLI = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
@@ -57,7 +60,7 @@ describe('targets rows', () => {
     // bmoe repacks by default (as llama.cpp): every row but repack / all-repack (and llama-completion's
     // own -nr) says --no-repack, so "repack off" and the streamed rows mean what they say; `repack`
     // runs the defaults and says so.
-    for (const r of rows.filter((x) => !['repack', 'all-repack', 'peer'].includes(x.key))) expect(r.args, r.key).toContain('--no-repack');
+    for (const r of rows.filter((x) => !['repack', 'all-repack', 'peer', 'llama'].includes(x.key))) expect(r.args, r.key).toContain('--no-repack');
     const repack = rows.find((r) => r.key === 'repack');
     expect(repack?.args).toEqual([]);
     expect(repack?.name).toBe('resident (defaults: repack on, as llama.cpp; no limit)');
@@ -121,6 +124,82 @@ describe('the run plan', () => {
       ['resident', 1], ['resident-top1', 1], ['resident', 2], ['resident-top1', 2], ['prebuilt', 1],
     ]);
     expect(roundPlan(['resident-top1', 'mmap'], 3)).toEqual([['resident-top1', 1], ['mmap', 1]]);
+  });
+
+  it('interleaves llama with repack (and all-repack) when asked for with it, else runs it once', () => {
+    expect(roundPlan(['peer', 'llama', 'repack'], 3)).toEqual([
+      ['repack', 1], ['llama', 1], ['repack', 2], ['llama', 2], ['repack', 3], ['llama', 3],
+      ['peer', 1],
+    ]);
+    expect(roundPlan(['all-repack', 'llama', 'repack', 'resident'], 2)).toEqual([
+      ['resident', 1],
+      ['repack', 1], ['llama', 1], ['all-repack', 1], ['repack', 2], ['llama', 2], ['all-repack', 2],
+    ]);
+    // Without repack, llama (and all-repack) run once each.
+    expect(roundPlan(['llama', 'all-repack'], 3)).toEqual([['llama', 1], ['all-repack', 1]]);
+    expect(roundPlan(['repack'], 3)).toEqual([['repack', 1]]);
+  });
+});
+
+describe('the llama row', () => {
+  const o = { model: 'm.gguf', prompt: 'Hi', n: 8, baselineN: 4, threads: 2, bmoe: ['bmoe'] };
+  const base = ['/bin/llama-completion', '-m', 'm.gguf', '-p', 'Hi'];
+
+  it("runs llama-completion at its defaults (repacking on: no -nr), unlimited, for --n tokens, beside peer's -nr under the limit", () => {
+    const [repack, llama, peer] = targetRows(100, 200, 4, ['peer', 'llama', 'repack']);
+    expect(repack?.key).toBe('repack');
+    expect(llama?.key).toBe('llama');
+    expect(llama?.name).toBe('llama-completion (its defaults: repack on; no limit)');
+    expect(llama?.name).toBe(LLAMA_ROW_NAME);
+    // Not limited: runTargets runs it outside the memory cgroup (row.limited ? cg : null).
+    expect(llama?.limited).toBe(false);
+    expect(llama?.peer).toBe(true);
+    expect(llama?.baseline).toBeUndefined();
+    const argv = rowArgv(o, llama as NonNullable<typeof llama>, '/tmp/x.csv', '/bin/llama-completion');
+    expect(argv).toEqual([...base, '-n', '8', '-no-cnv', '--temp', '0', '-t', '2', '--no-warmup']);
+    expect(argv).not.toContain('-nr');
+    // `peer` is unchanged: -nr, limited, the baseline's tokens.
+    expect(peer?.name).toBe('llama-completion -nr (limited)');
+    expect(peer?.limited).toBe(true);
+    expect(rowArgv(o, peer as NonNullable<typeof peer>, '/tmp/x.csv', '/bin/llama-completion')).toEqual([...base, '-n', '4', '-no-cnv', '--temp', '0', '-t', '2', '-nr', '--no-warmup']);
+    // `repack` is bmoe run at its defaults, resident.
+    expect(rowArgv(o, repack as NonNullable<typeof repack>, '/tmp/x.csv')).toEqual(['bmoe', 'run', 'm.gguf', '-p', 'Hi', '-n', '8', '-t', '2', '--json', '--no-moe-stream', '--csv', '/tmp/x.csv']);
+  });
+
+  const bmoe = (rounds: number[]): RowResult => ({
+    key: 'repack', name: REPACK_ROW_NAME, limited: false, ok: true, roundSecondsPerToken: rounds,
+    summary: { ...summarize([]), secondsPerToken: rounds[medianRound(rounds)] ?? NaN, tokensPerSecond: 1 / (rounds[medianRound(rounds)] ?? NaN) },
+  });
+  const llama = (rounds: number[]): RowResult => ({
+    key: 'llama', name: LLAMA_ROW_NAME, limited: false, ok: true, roundSecondsPerToken: rounds, peerTokensPerSecond: 1 / (rounds[medianRound(rounds)] ?? NaN),
+  });
+  const label = 'resident decode, bmoe defaults vs llama-completion defaults (median of 3 per-round ratios of llama s/token ÷ bmoe s/token)';
+
+  it("is llama's s/token over bmoe's, round by round (> 1: bmoe faster), else the one ratio of the results", () => {
+    // Round 2 is 2× slower for both: per round 1.1, 1.05, 0.9 → median 1.05.
+    const r = llamaRoundRatios([bmoe([0.1, 0.2, 0.1]), llama([0.11, 0.21, 0.09])]);
+    expect(r?.map((v) => Number(v.toFixed(12)))).toEqual([1.1, 1.05, 0.9]);
+    expect(llamaTarget([bmoe([0.1, 0.2, 0.1]), llama([0.11, 0.21, 0.09])])?.slice(0, 1)).toEqual([label]);
+    // Not interleaved (no rounds): 1 ÷ llama's tok/s over bmoe's s/token.
+    const once = llamaRoundRatios([{ ...bmoe([0.1]), roundSecondsPerToken: undefined }, { key: 'llama', name: LLAMA_ROW_NAME, limited: false, ok: true, peerTokensPerSecond: 8 }]);
+    expect(once?.[0]).toBeCloseTo(1.25, 12);
+    // A failed row leaves the target out.
+    expect(llamaTarget([bmoe([0.1]), { key: 'llama', name: LLAMA_ROW_NAME, limited: false, ok: false, error: 'exit 127: not found' }])).toBeUndefined();
+    expect(llamaTarget([llama([0.1])])).toBeUndefined();
+  });
+
+  it('reports the target against ≥ 1.0, met or missed, and each round\'s ratio', async () => {
+    const header = await inspectModel(single);
+    const opts: TargetsOptions = { model: single, memLimitGiB: 2, n: 8, threads: 2, cacheMb: 100, lanes: 4, dropCaches: false, prompt: 'x', bmoe: [], log: () => undefined };
+    const met = targetsReport({ header, rows: [bmoe([0.1, 0.2, 0.1]), llama([0.11, 0.21, 0.09])] }, opts);
+    expect(met).toContain(`| ${label} | 1.050 | ≥ 1.0 | met |`);
+    expect(met).toContain(`| ${LLAMA_ROW_NAME} | 9.09 | 0.1100 |`); // its median round
+    expect(met).toContain(`${REPACK_ROW_NAME}: 0.1000, 0.2000, 0.1000; ${LLAMA_ROW_NAME}: 0.1100, 0.2100, 0.0900 (llama s/token ÷ bmoe s/token per round: 1.100, 1.050, 0.900).`);
+    // llama faster in two rounds of three: 0.9, 0.95, 1.2 → 0.950, missed.
+    const missed = targetsReport({ header, rows: [bmoe([0.1, 0.2, 0.1]), llama([0.09, 0.19, 0.12])] }, opts);
+    expect(missed).toContain(`| ${label} | 0.950 | ≥ 1.0 | missed |`);
+    // Without the llama row there is no such line.
+    expect(targetsReport({ header, rows: [bmoe([0.1, 0.2, 0.1])] }, opts)).not.toContain('llama-completion defaults');
   });
 });
 
