@@ -2,6 +2,7 @@
 // through the CLI and llama.cpp's `llama-server` built from the same pinned source. The flags each
 // gets (pure, reported beside the numbers), and starting and stopping one, inside a memory cgroup
 // when asked (cgroup.ts's runInCgroup: the process joins the cgroup, then becomes the server).
+import { llamaToolEnv } from './peer-env.js';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { llamaToolPath } from '@bmoe/engine';
 import { createMemoryCgroup, removeCgroup, runInCgroup, type CgroupRun } from './cgroup.js';
@@ -128,7 +129,7 @@ export async function startServer(o: StartOptions): Promise<RunningServer> {
   const port = o.side === 'bmoe' ? 0 : await freePort();
   // Without the API keys either server would take from the environment: the bench sends none.
   const argv = [
-    'env', '-u', 'BMOE_API_KEY', '-u', 'LLAMA_API_KEY',
+    'env', '-u', 'BMOE_API_KEY', '-u', 'LLAMA_API_KEY', ...(o.side === 'bmoe' ? [] : llamaToolEnv()),
     ...(o.side === 'bmoe'
       ? [...o.bmoe, 'serve', o.model, '--host', '127.0.0.1', '--port', '0', ...flags]
       : [o.llamaServer, '-m', o.model, '--host', '127.0.0.1', '--port', String(port), ...flags]),

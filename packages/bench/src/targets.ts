@@ -7,6 +7,7 @@
 // between identical runs) and each is summarised by its median round: `resident` with `prebuilt`
 // and `resident-top1` (top-1 routing: gives the expert compute per token), `repack` with `llama`
 // (llama.cpp's llama-completion at its defaults) and `all-repack`, and a streamed family (ROW_FAMILIES) whose `-auto` row (the defaults) is asked for, so the defaults are compared with each forced combination round by round (runGroups).
+import { llamaToolEnv } from './peer-env.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -358,7 +359,9 @@ export function rowArgv(o: Pick<TargetsOptions, 'model' | 'prompt' | 'n' | 'base
   const n = row.baseline ? (o.baselineN ?? o.n) : o.n;
   if (row.peer) {
     const binary = llamaBinary ?? llamaToolPath('llama-completion') ?? 'llama-completion';
-    return llamaCompletionArgv({ binary, model: o.model, prompt: o.prompt, nPredict: n, threads: o.threads, repack: row.repack ?? false });
+    const env = llamaToolEnv();
+    const argv = llamaCompletionArgv({ binary, model: o.model, prompt: o.prompt, nPredict: n, threads: o.threads, repack: row.repack ?? false });
+    return env.length > 0 ? ['env', ...env, ...argv] : argv;
   }
   const env = row.env ? ['env', ...Object.entries(row.env).map(([k, v]) => `${k}=${v}`)] : [];
   return [...env, ...o.bmoe, 'run', o.model, '-p', o.prompt, '-n', String(n), '-t', String(o.threads), '--json', ...row.args, ...(row.args.includes('--moe-stream') ? [] : ['--no-moe-stream']), ...(row.csv ? ['--csv', csvPath] : [])];

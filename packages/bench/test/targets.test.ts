@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { inspectModel, summarize, type RunSummary } from '@bmoe/engine';
 import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { llamaToolEnv } from '../src/peer-env.js';
 import {
   LLAMA_ROW_NAME,
   REPACK_ROW_NAME,
@@ -164,6 +165,20 @@ describe('the llama row', () => {
     expect(rowArgv(o, peer as NonNullable<typeof peer>, '/tmp/x.csv', '/bin/llama-completion')).toEqual([...base, '-n', '4', '-no-cnv', '--temp', '0', '-t', '2', '-nr', '--no-warmup']);
     // `repack` is bmoe run at its defaults, resident.
     expect(rowArgv(o, repack as NonNullable<typeof repack>, '/tmp/x.csv')).toEqual(['bmoe', 'run', 'm.gguf', '-p', 'Hi', '-n', '8', '-t', '2', '--json', '--no-moe-stream', '--csv', '/tmp/x.csv']);
+  });
+
+  it("runs llama.cpp's tools without the OMP_WAIT_POLICY bmoe's loader set, keeping one the user set", () => {
+    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive', BMOE_OMP_WAIT_DEFAULTED: '1' })).toEqual(['-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED']);
+    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive' })).toEqual([]);
+    const saved = { ...process.env };
+    try {
+      process.env.OMP_WAIT_POLICY = 'passive';
+      process.env.BMOE_OMP_WAIT_DEFAULTED = '1';
+      const [llama] = targetRows(100, 200, 4, ['llama']);
+      expect(rowArgv(o, llama as NonNullable<typeof llama>, '/tmp/x.csv', '/bin/llama-completion').slice(0, 6)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED', '/bin/llama-completion']);
+    } finally {
+      process.env = saved;
+    }
   });
 
   const bmoe = (rounds: number[]): RowResult => ({

@@ -249,9 +249,14 @@ export function loadFirst(
  * spin made a streamed token 3–4.5× slower beside one busy process and gained nothing measurable
  * alone. libgomp reads the variable once, when the addon loads it: set before the first load.
  * OMP_WAIT_POLICY or GOMP_SPINCOUNT given by the user win. Builds without OpenMP ignore it.
+ * BMOE_OMP_WAIT_DEFAULTED=1 says it was set here, so a bench can run llama.cpp's tools without it.
+ * (The waits at the barriers between ops follow compute/wait_policy instead: patch 0006.)
  */
 export function defaultOmpWaitPolicy(env: NodeJS.ProcessEnv = process.env): void {
-  if (env.OMP_WAIT_POLICY === undefined && env.GOMP_SPINCOUNT === undefined) env.OMP_WAIT_POLICY = 'passive';
+  if (env.OMP_WAIT_POLICY === undefined && env.GOMP_SPINCOUNT === undefined) {
+    env.OMP_WAIT_POLICY = 'passive';
+    env.BMOE_OMP_WAIT_DEFAULTED = '1';
+  }
 }
 
 export function loadBinding(): NativeBinding {

@@ -104,9 +104,11 @@ describe('OpenMP wait policy', () => {
     const env: NodeJS.ProcessEnv = {};
     defaultOmpWaitPolicy(env);
     expect(env.OMP_WAIT_POLICY).toBe('passive');
+    expect(env.BMOE_OMP_WAIT_DEFAULTED).toBe('1'); // so a bench runs llama.cpp's tools without it
     const mine: NodeJS.ProcessEnv = { OMP_WAIT_POLICY: 'active' };
     defaultOmpWaitPolicy(mine);
     expect(mine.OMP_WAIT_POLICY).toBe('active');
+    expect(mine.BMOE_OMP_WAIT_DEFAULTED).toBeUndefined();
     const spin: NodeJS.ProcessEnv = { GOMP_SPINCOUNT: '300000' };
     defaultOmpWaitPolicy(spin);
     expect(spin.OMP_WAIT_POLICY).toBeUndefined();
