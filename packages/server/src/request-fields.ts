@@ -240,3 +240,17 @@ export const chatTemplateKwargs = NULLABLE(z.strictObject({ enable_thinking: NUL
 const EFFORT = "only 'none' is supported (it turns the model's reasoning off); omit it to let the model reason";
 /** OpenAI's `reasoning_effort`: 'none' = thinking off, as llama-server; levels are not modelled. */
 export const reasoningEffort = NULLABLE(z.literal('none', EFFORT));
+
+/** An array of at most `max` tools whose names are unique (`message` for a wrong shape or size): Anthropic's and the Responses API's tools. */
+export function namedToolList<T extends z.ZodType<{ name: string }>>(tool: T, max: number, message: string) {
+  return z
+    .array(tool, message)
+    .max(max, message)
+    .superRefine((list, ctx) => {
+      const seen = new Set<string>();
+      list.forEach((t, i) => {
+        if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `names '${t.name}' twice; tool names must be unique` });
+        seen.add(t.name);
+      });
+    });
+}

@@ -80,29 +80,45 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
     // tag) sends nothing: it comes with a later chunk or the final one.
     else if (hasContent(delta)) sse?.send(shapes.chunk(delta));
   });
-  const totalSeconds = (performance.now() - ctx.t0) / 1000;
+  const end = settle(out, spec, ctx, sse, reply);
+  if (end.kind === 'left') return undefined;
+  if (end.kind === 'failed') {
+    end.sse.send(end.err.body()); // the openai client raises it
+    end.sse.end();
+    return undefined;
+  }
+  return answer(reply, sse, shapes, out, end.result, ctx, spec.includeUsage);
+}
 
+/** How a read generation ended (settle). */
+export type Settled = { kind: 'left' } | { kind: 'failed'; err: ApiError; sse: Sse } | { kind: 'done'; result: GenerationResult };
+
+/**
+ * The end of a read generation, the same for every API, counted in the metrics: a client that left
+ * ('left': its reply closed); a refusal or a stop before the stream opened is thrown, `asApi` giving
+ * it the API's names (the route's error handler answers and counts it); one after the headers went
+ * out is 'failed', for the caller to send in its API's shape and end the stream; else 'done'.
+ */
+export function settle(out: Outcome, spec: GenerationSpec, ctx: RespondContext, sse: Sse | null, reply: FastifyReply, asApi: (e: ApiError) => ApiError = (e) => e): Settled {
+  const totalSeconds = (performance.now() - ctx.t0) / 1000;
   if (ctx.isDisconnected()) {
     ctx.metrics.request(spec.endpoint, 'disconnected', totalSeconds);
     sse?.end();
     if (!sse?.opened) reply.hijack();
-    return undefined;
+    return { kind: 'left' };
   }
   const refusal = failureOf(out, spec);
   if (refusal || !out.result) {
-    const err = refusal ?? shuttingDown('the server is shutting down; the generation was stopped');
+    const err = asApi(refusal ?? shuttingDown('the server is shutting down; the generation was stopped'));
     if (!sse?.opened) {
       sse?.end();
-      throw err; // answered (and counted) by the /v1 error handler
+      throw err;
     }
-    // Headers are sent: the error goes into the stream (the openai client raises it), and is counted here.
     ctx.metrics.request(spec.endpoint, err.status >= 500 ? 'failed' : 'rejected', totalSeconds);
-    sse.send(err.body());
-    sse.end();
-    return undefined;
+    return { kind: 'failed', err, sse };
   }
   ctx.metrics.request(spec.endpoint, 'completed', totalSeconds);
-  return answer(reply, sse, shapes, out, out.result, ctx, spec.includeUsage);
+  return { kind: 'done', result: out.result };
 }
 
 const hasContent = (d: MessageDelta): boolean => Boolean(d.content || d.reasoningContent || d.toolCalls?.length);

@@ -6,8 +6,8 @@
 // TASK_RESPONSE_TYPE_ANTHROPIC (tools/server/server-context.cpp): the events are named SSE events
 // (`event:` lines), and no `[DONE]` ends them.
 import type { Generation, Model } from '@bmoe/engine';
-import { engineError, shuttingDown } from '../errors.js';
-import { SSE_OPEN_AFTER_MS, constraintParam, failureOf, readGeneration } from '../respond.js';
+import { engineError } from '../errors.js';
+import { SSE_OPEN_AFTER_MS, constraintParam, readGeneration, settle } from '../respond.js';
 import type { Responder } from '../serve.js';
 import { bmoeResult } from '../shapes.js';
 import { commonPrefix } from '../slot-choice.js';
@@ -37,28 +37,14 @@ export function anthropicResponder(model: Model): Responder {
     const out = await readGeneration(gen, spec, ctx, (delta) => {
       if (sse) send(events.delta(delta));
     });
-    const totalSeconds = (performance.now() - ctx.t0) / 1000;
-
-    if (ctx.isDisconnected()) {
-      ctx.metrics.request(spec.endpoint, 'disconnected', totalSeconds);
-      sse?.end();
-      if (!sse?.opened) reply.hijack();
+    const end = settle(out, spec, ctx, sse, reply);
+    if (end.kind === 'left') return undefined;
+    if (end.kind === 'failed') {
+      end.sse.send(anthropicErrorBody(end.err), 'error');
+      end.sse.end();
       return undefined;
     }
-    const refusal = failureOf(out, spec);
-    if (refusal || !out.result) {
-      const err = refusal ?? shuttingDown('the server is shutting down; the generation was stopped');
-      if (!sse?.opened) {
-        sse?.end();
-        throw err; // answered (and counted) by the route's error handler
-      }
-      ctx.metrics.request(spec.endpoint, err.status >= 500 ? 'failed' : 'rejected', totalSeconds);
-      sse.send(anthropicErrorBody(err), 'error');
-      sse.end();
-      return undefined;
-    }
-    ctx.metrics.request(spec.endpoint, 'completed', totalSeconds);
-    const result = out.result;
+    const result = end.result;
     const stops = spec.generate.stop ?? [];
     const matched = result.stopReason === 'stop' ? matchedStop(model.detokenize(result.tokens), typeof stops === 'string' ? [stops] : stops) : null;
     const ending = endingOf(result, matched);

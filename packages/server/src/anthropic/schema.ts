@@ -6,7 +6,7 @@
 // refused (no vision projector support yet), where llama-server answers a 500 without one.
 import { z } from 'zod';
 import { MAX_STOP_CHARS, MAX_TOOLS } from '../schemas.js';
-import { NULLABLE, UNSUPPORTED, bool, ignored, maxTokens, model, topK, topP, unsupported } from '../request-fields.js';
+import { NULLABLE, UNSUPPORTED, bool, ignored, maxTokens, model, namedToolList, topK, topP, unsupported } from '../request-fields.js';
 
 const STR = 'must be a string';
 const str = z.string(STR);
@@ -100,18 +100,7 @@ const tool = z.strictObject(
   },
   'must be a tool { name, description, input_schema }',
 );
-const tools = NULLABLE(
-  z
-    .array(tool, TOOLS)
-    .max(MAX_TOOLS, TOOLS)
-    .superRefine((list, ctx) => {
-      const seen = new Set<string>();
-      list.forEach((t, i) => {
-        if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `names '${t.name}' twice; tool names must be unique` });
-        seen.add(t.name);
-      });
-    }),
-);
+const tools = NULLABLE(namedToolList(tool, MAX_TOOLS, TOOLS));
 
 const TOOL_CHOICE = "must be { type: 'auto' | 'any' | 'none' } or { type: 'tool', name }";
 const parallel = NULLABLE(z.boolean('must be true or false'));

@@ -6,8 +6,8 @@
 // and of llama.cpp's TASK_RESPONSE_TYPE_OAI_RESP answers (tools/server/server-task.cpp).
 import type { Generation, Session } from '@bmoe/engine';
 import type { FastifyReply } from 'fastify';
-import { ApiError, engineError, shuttingDown } from '../errors.js';
-import { SSE_OPEN_AFTER_MS, constraintParam, failureOf, finishReason, readGeneration, type GenerationSpec, type Outcome, type RespondContext } from '../respond.js';
+import { ApiError, engineError } from '../errors.js';
+import { SSE_OPEN_AFTER_MS, constraintParam, finishReason, readGeneration, settle, type GenerationSpec, type Outcome, type RespondContext } from '../respond.js';
 import type { Responder } from '../serve.js';
 import { bmoeResult } from '../shapes.js';
 import { createSse, type Sse } from '../sse.js';
@@ -57,27 +57,13 @@ async function respondResponses(session: Session, reply: FastifyReply, spec: Gen
   const sse = spec.stream ? createSse(reply, { preamble: null, openAfterMs: SSE_OPEN_AFTER_MS }) : null;
   const send = sse ? streamSender(sse, events) : null;
   const out = await readGeneration(gen, spec, ctx, (delta) => send?.(events.delta(delta)));
-  const totalSeconds = (performance.now() - ctx.t0) / 1000;
-
-  if (ctx.isDisconnected()) {
-    ctx.metrics.request(spec.endpoint, 'disconnected', totalSeconds);
-    sse?.end();
-    if (!sse?.opened) reply.hijack();
+  const end = settle(out, spec, ctx, sse, reply, (e) => forResponses(e) as ApiError);
+  if (end.kind === 'left') return undefined;
+  if (end.kind === 'failed') {
+    send?.(events.failed(end.err.code, end.err.message, end.err.param));
+    end.sse.end();
     return undefined;
   }
-  const refusal = failureOf(out, spec);
-  if (refusal || !out.result) {
-    const err = forResponses(refusal ?? shuttingDown('the server is shutting down; the generation was stopped')) as ApiError;
-    if (!sse?.opened || !send) {
-      sse?.end();
-      throw err; // answered (and counted) by the /v1 error handler
-    }
-    ctx.metrics.request(spec.endpoint, err.status >= 500 ? 'failed' : 'rejected', totalSeconds);
-    send(events.failed(err.code, err.message, err.param));
-    sse.end();
-    return undefined;
-  }
-  ctx.metrics.request(spec.endpoint, 'completed', totalSeconds);
   return answer(reply, sse, send, events, out, ctx, req);
 }
 

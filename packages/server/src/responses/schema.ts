@@ -11,6 +11,7 @@ import {
   maxTokens,
   minP,
   model,
+  namedToolList,
   penalty,
   promptCacheOptions,
   repeatLastN,
@@ -124,18 +125,7 @@ const tool = z.strictObject(
   TOOLS,
 );
 export type ResponsesTool = z.infer<typeof tool>;
-const tools = NULLABLE(
-  z
-    .array(tool, TOOLS)
-    .max(MAX_TOOLS, TOOLS)
-    .superRefine((list, ctx) => {
-      const seen = new Set<string>();
-      list.forEach((t, i) => {
-        if (seen.has(t.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `names '${t.name}' twice; tool names must be unique` });
-        seen.add(t.name);
-      });
-    }),
-);
+const tools = NULLABLE(namedToolList(tool, MAX_TOOLS, TOOLS));
 const TOOL_CHOICE = "must be 'auto', 'none', 'required' or { type: 'function', name }";
 const toolChoice = NULLABLE(z.union([z.enum(['auto', 'none', 'required'], TOOL_CHOICE), z.strictObject({ type: z.literal('function', TOOL_CHOICE), name: functionName }, TOOL_CHOICE)], TOOL_CHOICE));
 
