@@ -54,11 +54,15 @@ decode_mode decode_choice::next() {
 void decode_choice::record(decode_mode m, bool one_token, double wall_ms) {
     if (arm_list.size() < 2 || !one_token) return;
     if (!probing_now) {
-        if (m == choice) {
-            in_force.push_back(wall_ms);
-            if (in_force.size() > drift_window) in_force.erase(in_force.begin());
+        if (++since_probe >= reprobe_every) {
+            probing_now = true;
+            since_probe = 0;
+            turn        = 0;
+            for (auto & a : arm_list) {
+                a.samples.clear();
+                a.live = true;
+            }
         }
-        if (++since_probe >= reprobe_every || drifted()) start_probe();
         return;
     }
     if (!(m == arm_list[turn].mode)) return; // not the decode next() handed out
@@ -72,28 +76,6 @@ void decode_choice::record(decode_mode m, bool one_token, double wall_ms) {
         if (a.live && a.samples.size() != n) return;
     }
     finish_round();
-}
-
-bool decode_choice::drifted() const {
-    if (in_force.size() < drift_window) return false;
-    const arm * chosen = nullptr;
-    for (const auto & a : arm_list) {
-        if (a.mode == choice) chosen = &a;
-    }
-    if (!chosen || chosen->timed == 0) return false;  // forced first arm, never measured
-    const double recent = median(in_force);
-    return recent > chosen->median_ms * drift_ratio && recent - chosen->median_ms > 3.0 * chosen->error_ms;
-}
-
-void decode_choice::start_probe() {
-    probing_now = true;
-    since_probe = 0;
-    turn        = 0;
-    in_force.clear();
-    for (auto & a : arm_list) {
-        a.samples.clear();
-        a.live = true;
-    }
 }
 
 void decode_choice::finish_round() {
@@ -150,7 +132,6 @@ void decode_choice::finish_probe() {
         }
     }
     probing_now = false;
-    in_force.clear();
 }
 
 }  // namespace bmoe

@@ -144,28 +144,6 @@ static void test_prompt_decodes_are_not_timed_and_reprobe_happens() {
     CHECK(c.chosen() == SERIAL);          // the machine changed: overlap now loses
 }
 
-static void test_drift_of_the_chosen_way_asks_again_at_once() {
-    decode_choice c(mode_setting::automatic, mode_setting::off, 2, 1000);
-    run(c, 4, [](decode_mode m) { return m.overlap ? 50.0 : 100.0; });
-    CHECK(c.chosen() == OVERLAP && !c.probing());
-    // Noise around the probe's measure (±4 %) is no drift: no probe for 100 decodes.
-    int i = 0;
-    run(c, 100, [&i](decode_mode) { return (i++ % 2) ? 48.0 : 52.0; });
-    CHECK(!c.probing());
-    // The lane turns slow: overlap now costs 3× — asked again within the drift window, not at 1000.
-    int until = 0;
-    while (!c.probing() && until < (int) decode_choice::drift_window) {
-        run(c, 1, [](decode_mode m) { return m.overlap ? 150.0 : 100.0; });
-        until++;
-    }
-    CHECK(c.probing());
-    run(c, 4, [](decode_mode m) { return m.overlap ? 150.0 : 100.0; });
-    CHECK(c.chosen() == SERIAL && !c.probing());
-    // A forced way is never re-decided, however it drifts.
-    decode_choice forced(mode_setting::on, mode_setting::off, 2, 1000);
-    CHECK(count(run(forced, 50, [](decode_mode) { return 500.0; }), OVERLAP) == 50 && !forced.probing());
-}
-
 int main() {
     test_forced_modes_never_probe();
     test_probe_visits_every_arm_in_turn_drops_the_clearly_slower_then_keeps_the_fastest();
@@ -175,6 +153,5 @@ int main() {
     test_noise_the_longer_probe_sees_through();
     test_median_ignores_one_outlier();
     test_prompt_decodes_are_not_timed_and_reprobe_happens();
-    test_drift_of_the_chosen_way_asks_again_at_once();
     return check_report("decode_choice");
 }

@@ -11,10 +11,7 @@
 // combinations a few percent apart: the probe drops a combination as soon as it is clearly slower
 // (saving the tokens it would cost), goes on sampling while the fastest two stay within a few
 // percent (up to `max_per_arm`), and between near-equals keeps the simpler. It asks again every
-// `reprobe_every` tokens, because the cache warms and the machine changes, and at once when the
-// chosen way's decodes drift: the median of its last `drift_window` decodes more than
-// `drift_ratio` above its probe median and beyond three standard errors (on the 2-core VM a lane
-// can turn slow for minutes, and one probe in three settled on a way that then ran 1.7× serial).
+// `reprobe_every` tokens, because the cache warms and the machine changes.
 // Pure: unit-tested (test/cpp/test_decode_choice.cpp).
 #include <cstddef>
 #include <cstdint>
@@ -43,9 +40,6 @@ struct decode_choice {
     static constexpr double clear_ratio = 1.05;
     // ...and an arm this close to the fastest counts as a tie, which the simpler arm wins.
     static constexpr double tie_ratio = 1.02;
-    // Re-decide when the chosen way's recent decodes are this much slower than its probe said.
-    static constexpr double drift_ratio  = 1.15;
-    static constexpr size_t drift_window = 8;
 
     // The mode of the next decode (call once per decode, before it).
     decode_mode next();
@@ -74,10 +68,6 @@ struct decode_choice {
     std::vector<arm> arm_list;
     void finish_round();
     void finish_probe();
-    void start_probe();
-    // Whether the chosen way's recent decodes drifted beyond its probe's measure (see above).
-    bool drifted() const;
-    std::vector<double> in_force;  // the chosen way's last decodes since its probe ended
 
     int32_t          probe_per_arm;
     int32_t          reprobe_every;
