@@ -63,6 +63,7 @@ for (const preset of ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4']) {
     let path: string;
     let header: ModelHeaderInfo;
     let resident: Run;
+    let residentPlain: Run | undefined;
     let cacheMid = 0;
     let cacheAll = 0;
 
@@ -110,12 +111,16 @@ for (const preset of ['tiny-qwen3moe', 'tiny-gpt-oss', 'tiny-gemma4']) {
     for (const [name, cfg] of configs) {
       it(`${name}: same tokens, same logits`, async () => {
         const canonical = name.startsWith('in-place');
+        // The in-place fallback cannot stream repacked experts (they live outside the mapping): it
+        // and its resident reference run without repacking.
+        const plain = canonical ? { repack: false } : {};
+        const want = canonical ? (residentPlain ??= await generate(path, plain)) : resident;
         if (canonical) process.env.BMOE_STREAM_CANONICAL = '1';
-        const s = await generate(path, { stream: { moeStream: true, ...cfg() } }).finally(() => {
+        const s = await generate(path, { ...plain, stream: { moeStream: true, ...cfg() } }).finally(() => {
           delete process.env.BMOE_STREAM_CANONICAL;
         });
-        expect(s.tokens).toEqual(resident.tokens);
-        expect(sameBits(s.logits, resident.logits)).toBe(true);
+        expect(s.tokens).toEqual(want.tokens);
+        expect(sameBits(s.logits, want.logits)).toBe(true);
         expect(s.readBytes).toBeGreaterThan(0);
         expect(s.misses).toBeGreaterThan(0);
         // Each decode went the way asked; auto's probe went both ways.
