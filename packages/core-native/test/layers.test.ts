@@ -13,7 +13,7 @@ const PKG = fileURLToPath(new URL('..', import.meta.url));
 const BUILD = join(PKG, 'build');
 
 /** Rank of each layer: higher may include lower, never the other way. */
-const RANK: Record<string, number> = { contract: 0, sys: 0, limits: 0, layout: 1, cache: 2, vm: 2, io: 2, stream: 3, runtime: 4, addon: 5, wasm: 5 };
+const RANK: Record<string, number> = { contract: 0, sys: 0, limits: 0, layout: 1, cache: 2, compute: 2, vm: 2, io: 2, stream: 3, runtime: 4, addon: 5, wasm: 5 };
 
 interface CompiledObject {
   object: string;
