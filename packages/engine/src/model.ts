@@ -116,11 +116,12 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
   if (opts.stream) checkStreamable(header, opts);
 
   const binding = await nativeBinding();
-  if (await nativeIsWasm()) refuseWhatWasmCannot(header, opts);
+  if (await nativeIsWasm()) {
+    refuseWhatWasmCannot(header, opts);
+    // No repacked layouts in the wasm32-wasi build (ggml repacks only for CPU SIMD it lacks there).
+    opts.repack = false;
+  }
   const progress = options?.onProgress ? new Progress(options.onProgress) : null;
-  // The wasm32-wasi build has no repacked layouts (ggml repacks only for CPU SIMD it lacks there).
-  const wasm = await nativeIsWasm();
-  if (wasm) opts.repack = false;
   const params = nativeModelParams(path, opts, header.architecture);
   if (progress) params.onProgress = (f) => progress.report(f);
   let native: NativeModel;
