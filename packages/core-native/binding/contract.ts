@@ -25,6 +25,8 @@ export const NATIVE_PARAMS = {
     repeatLastN: { type: 'int32', default: 64, min: -1, max: 16777216 },
     presencePenalty: { type: 'number', default: 0, min: -1000000, max: 1000000 },
     frequencyPenalty: { type: 'number', default: 0, min: -1000000, max: 1000000 },
+    reasoningBudget: { type: 'int32', default: -1, min: -1, max: 16777216 },
+    reasoningBudgetMessage: { type: 'text', default: '', maxBytes: 4096 },
   },
   logitBias: {
     token: { type: 'int32', default: 0, min: 0, max: 2147483647 },
@@ -104,6 +106,17 @@ export interface NativeSamplingFields {
   presencePenalty?: number;
   /** OpenAI-style additive penalty per occurrence; 0 = off. Default 0. */
   frequencyPenalty?: number;
+  /**
+   * Tokens of reasoning before the end of the block is forced (llama-server's --reasoning-budget /
+   * reasoning_budget_tokens); -1 = unlimited (bounded to half of maxTokens when the grammar forces
+   * a tool call or JSON), 0 = no reasoning. Default -1.
+   */
+  reasoningBudget?: number;
+  /**
+   * Text written before the forced end tag when the reasoning budget runs out; "" = none. Default
+   * ''.
+   */
+  reasoningBudgetMessage?: string;
 }
 
 /**

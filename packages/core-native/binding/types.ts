@@ -74,6 +74,18 @@ export interface NativeGrammar {
   triggers: NativeGrammarTrigger[];
   /** The part of the prompt the template wrote for the assistant (NativeChatPlan). */
   generationPrompt: string;
+  /**
+   * The template's reasoning block, which the reasoning budget counts in (chat plans of thinking
+   * formats; then the grammar may be empty, gbnf ''): its start tag and its end tags, the first of
+   * which is forced when the budget runs out. Absent or '' = none.
+   */
+  reasoningStart?: string;
+  reasoningEnds?: string[];
+  /**
+   * The grammar forces the answer (tool_choice required or a named function, a JSON schema): its
+   * reasoning is bounded by default and the answer is closed within maxTokens.
+   */
+  forcesAnswer?: boolean;
 }
 
 /** The contract's sampling fields and the logit biases. */

@@ -41,6 +41,8 @@ export const PARAMS = {
       { key: 'repeatLastN', cpp: 'repeat_last_n', type: 'int32', default: 64, min: -1, max: 2 ** 24, doc: 'Tokens the penalties look back over; 0 = off, -1 = the context size.' },
       { key: 'presencePenalty', cpp: 'presence_penalty', type: 'number', default: 0, min: -1e6, max: 1e6, doc: 'OpenAI-style additive penalty; 0 = off.' },
       { key: 'frequencyPenalty', cpp: 'frequency_penalty', type: 'number', default: 0, min: -1e6, max: 1e6, doc: 'OpenAI-style additive penalty per occurrence; 0 = off.' },
+      { key: 'reasoningBudget', cpp: 'reasoning_budget', type: 'int32', default: -1, min: -1, max: 2 ** 24, doc: "Tokens of reasoning before the end of the block is forced (llama-server's --reasoning-budget / reasoning_budget_tokens); -1 = unlimited (bounded to half of maxTokens when the grammar forces a tool call or JSON), 0 = no reasoning." },
+      { key: 'reasoningBudgetMessage', cpp: 'reasoning_budget_message', type: 'text', default: '', maxBytes: 4096, doc: 'Text written before the forced end tag when the reasoning budget runs out; "" = none.' },
     ],
   },
   logitBias: {

@@ -43,6 +43,8 @@ function checkField(group, f) {
     if (!(f.min <= f.default && f.default <= f.max)) throw new Error(`${where}: default ${f.default} is outside [${f.min}, ${f.max}]`);
   } else if (f.type === 'enum') {
     if (!f.values.includes(f.default)) throw new Error(`${where}: default ${f.default} is not one of ${f.values.join(', ')}`);
+  } else if (f.type === 'text') {
+    if (typeof f.default !== 'string' || !(f.maxBytes > 0)) throw new Error(`${where}: a text field needs a string default and maxBytes`);
   } else if (!['real', 'bool', 'tri'].includes(f.type)) {
     throw new Error(`${where}: unknown type ${f.type}`);
   }
@@ -79,6 +81,13 @@ const FIELD_STRUCTS = [
     "// true, false or 'auto' (absent = 'auto').",
   'struct tri_field {',
   '    const char * key;',
+  '};',
+  '',
+  '// A string of at most max_bytes bytes (UTF-8).',
+  'struct text_field {',
+  '    const char * key;',
+  '    const char * def;',
+  '    int64_t      max_bytes;',
   '};',
   '',
   'struct enum_field {',
@@ -119,6 +128,8 @@ function paramsHeader() {
         out.push(`inline constexpr bool_field ${f.cpp}{ ${key}, ${f.default} };`);
       } else if (f.type === 'tri') {
         out.push(`inline constexpr tri_field ${f.cpp}{ ${key} };`);
+      } else if (f.type === 'text') {
+        out.push(`inline constexpr text_field ${f.cpp}{ ${key}, ${cppString(f.default)}, ${f.maxBytes} };`);
       } else {
         out.push(`inline constexpr const char * ${f.cpp}_values[] = { ${f.values.map(cppString).join(', ')} };`);
         out.push(`inline constexpr enum_field ${f.cpp}{ ${key}, ${cppString(f.default)}, ${f.cpp}_values, ${f.values.length} };`);
@@ -216,7 +227,7 @@ function tsType(f) {
   if (f.type === 'bool') return 'boolean';
   if (f.type === 'tri') return "boolean | 'auto'";
   if (f.type === 'enum') return f.values.map((v) => `'${v}'`).join(' | ');
-  if (f.type === 'string') return f.ts ?? 'string';
+  if (f.type === 'string' || f.type === 'text') return f.ts ?? 'string';
   if (f.type === 'list') return `${PROBE_ARM.ts}[]`;
   throw new Error(`no TypeScript type for ${f.type}`);
 }

@@ -60,6 +60,7 @@ add_library(bmoe_runtime STATIC
     src/runtime/generator.cpp
     src/runtime/kv_state.cpp
     src/runtime/sampler_common.cpp
+    src/runtime/answer_close.cpp
     src/runtime/chat_plan.cpp
     src/runtime/model_state.cpp
     src/runtime/chat_format.cpp
@@ -82,6 +83,8 @@ add_library(bmoe_runtime STATIC
     src/sys/meminfo.cpp)
 target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy bmoe_limits)
 target_include_directories(bmoe_runtime PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
+# answer_close.cpp reads the grammar's rules and stacks (llama.cpp's src/llama-grammar.h).
+target_include_directories(bmoe_runtime PRIVATE ${BMOE_LLAMA_DIR}/src)
 target_compile_definitions(bmoe_runtime PUBLIC ${BMOE_FEATURE_DEFS})
 
 add_library(bmoe SHARED
@@ -129,6 +132,11 @@ if (BMOE_DEV_TARGETS)
     add_executable(test_schema_limits test/cpp/test_schema_limits.cpp)
     target_link_libraries(test_schema_limits PRIVATE bmoe_limits)
     add_test(NAME schema_limits COMMAND test_schema_limits)
-    add_custom_target(bmoe_tests ALL DEPENDS test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice test_wait_policy
+    # The shortest completion of a grammar state, on llama.cpp's grammar engine (no model).
+    add_executable(test_answer_close test/cpp/test_answer_close.cpp src/runtime/answer_close.cpp)
+    target_include_directories(test_answer_close PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include ${BMOE_LLAMA_DIR}/src)
+    target_link_libraries(test_answer_close PRIVATE llama llama-common)
+    add_test(NAME answer_close COMMAND test_answer_close)
+    add_custom_target(bmoe_tests ALL DEPENDS test_answer_close test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice test_wait_policy
                                              test_grammar_limits test_schema_limits)
 endif()

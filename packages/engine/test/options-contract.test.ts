@@ -30,6 +30,8 @@ describe('the option table against the contract', () => {
     } else if (v.type === 'enum') {
       expect(f!.type).toBe('enum');
       expect(v.values).toEqual(f!.values);
+    } else if (v.type === 'string') {
+      expect(f!.type).toBe('text');
     }
     // JS decides these defaults itself: threads from the cores, the ceiling as none (null = C++'s 0).
     if (row.default !== 'computed' && row.default !== null) expect(row.default).toBe(f!.default);

@@ -161,7 +161,7 @@ describe('native parameter objects', () => {
     const gen = resolveGenerateOptions({ maxTokens: 5, topK: 3, logits: true, think: false });
     expect(nativeGenerateParams(gen)).toEqual({
       maxTokens: 5,
-      sampling: { temperature: 0, topK: 3, topP: 0.95, seed: 0, minP: 0, repeatPenalty: 1, repeatLastN: 64, presencePenalty: 0, frequencyPenalty: 0 },
+      sampling: { temperature: 0, topK: 3, topP: 0.95, seed: 0, minP: 0, repeatPenalty: 1, repeatLastN: 64, presencePenalty: 0, frequencyPenalty: 0, reasoningBudget: -1 },
       logits: true,
       contextShift: false,
     });

@@ -100,6 +100,8 @@ describe('generate options', () => {
       repeatLastN: 64,
       presencePenalty: 0,
       frequencyPenalty: 0,
+      reasoningBudget: -1,
+      reasoningBudgetMessage: null,
       contextShift: false,
       stop: [],
       grammar: null,

@@ -27,7 +27,7 @@ describe('Session.generate', () => {
     // Raw prompt: tokenized with add-special (BOS) and sent whole; greedy by default.
     expect([...ctx.requests[0]!.tokens]).toEqual([BOS, 104, 105]);
     expect(ctx.requests[0]!.sampling).toEqual({
-      temperature: 0, topK: 40, topP: 0.95, seed: 0, minP: 0, repeatPenalty: 1, repeatLastN: 64, presencePenalty: 0, frequencyPenalty: 0,
+      temperature: 0, topK: 40, topP: 0.95, seed: 0, minP: 0, repeatPenalty: 1, repeatLastN: 64, presencePenalty: 0, frequencyPenalty: 0, reasoningBudget: -1,
     });
     expect(ctx.requests[0]!.grammar).toBeUndefined();
     expect(res.message).toEqual({ role: 'assistant', content: 'xxxxx', reasoningContent: null, toolCalls: [] });

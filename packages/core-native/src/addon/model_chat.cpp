@@ -37,7 +37,8 @@ Napi::Array strings_to_js(Napi::Env env, const std::vector<std::string> & v) {
 
 // NativeGrammar | null.
 Napi::Value grammar_to_js(Napi::Env env, const grammar_spec & g) {
-    if (g.gbnf.empty()) return env.Null();
+    // A thinking format's reasoning tags travel even without a grammar (the reasoning budget).
+    if (g.gbnf.empty() && g.reasoning_start.empty()) return env.Null();
     Napi::Object o = Napi::Object::New(env);
     o.Set("gbnf", g.gbnf);
     o.Set("kind", grammar_kind_name(g.kind));
@@ -52,6 +53,9 @@ Napi::Value grammar_to_js(Napi::Env env, const grammar_spec & g) {
     }
     o.Set("triggers", triggers);
     o.Set("generationPrompt", g.generation_prompt);
+    o.Set("reasoningStart", g.reasoning_start);
+    o.Set("reasoningEnds", strings_to_js(env, g.reasoning_ends));
+    o.Set("forcesAnswer", g.forces_answer);
     return o;
 }
 

@@ -68,6 +68,14 @@ struct js_reader {
     int64_t integer(const Napi::Object & o, const contract::int_field & f) { return integer(o, f.key, f.def, f.min, f.max); }
     double  number(const Napi::Object & o, const contract::real_field & f) { return number(o, f.key, f.def); }
     bool    boolean(const Napi::Object & o, const contract::bool_field & f) { return boolean(o, f.key, f.def); }
+    std::string text(const Napi::Object & o, const contract::text_field & f) {
+        std::string s = string(o, f.key, f.def);
+        if ((int64_t) s.size() > f.max_bytes) {
+            fail(std::string(f.key) + " must be at most " + std::to_string(f.max_bytes) + " bytes, got " + std::to_string(s.size()));
+            return f.def;
+        }
+        return s;
+    }
     // A finite number in [min, max] (penalties: llama.cpp aborts on NaN and infinities).
     double finite(const Napi::Object & o, const contract::number_field & f) {
         const double d = number(o, f.key, f.def);
@@ -147,6 +155,8 @@ inline sampling_params read_sampling(js_reader & r, const Napi::Object & s) {
     p.repeat_last_n     = (int32_t) r.integer(s, k::repeat_last_n);
     p.presence_penalty  = (float) r.finite(s, k::presence_penalty);
     p.frequency_penalty = (float) r.finite(s, k::frequency_penalty);
+    p.reasoning_budget  = (int32_t) r.integer(s, k::reasoning_budget);
+    p.reasoning_budget_message = r.text(s, k::reasoning_budget_message);
     each_object(r, s.Get("logitBias"), "logitBias", [&](const Napi::Object & e, uint32_t) {
         llama_logit_bias b;
         b.token = (llama_token) r.integer(e, contract::logit_bias::token);
@@ -167,6 +177,17 @@ inline grammar_spec read_grammar(js_reader & r, const Napi::Object & g) {
     else r.fail("grammar.kind must be user, output or tools, got " + kind);
     spec.lazy              = r.boolean(g, "lazy", false);
     spec.generation_prompt = r.string(g, "generationPrompt", "");
+    spec.reasoning_start   = r.string(g, "reasoningStart", "");
+    spec.forces_answer     = r.boolean(g, "forcesAnswer", false);
+    Napi::Value ends = g.Get("reasoningEnds");
+    if (ends.IsArray()) {
+        Napi::Array a = ends.As<Napi::Array>();
+        for (uint32_t i = 0; i < a.Length() && i < 8; i++) {
+            Napi::Value e = a.Get(i);
+            if (!e.IsString()) { r.fail("grammar.reasoningEnds must be strings"); break; }
+            spec.reasoning_ends.push_back(e.As<Napi::String>().Utf8Value());
+        }
+    }
     each_object(r, g.Get("triggers"), "grammar.triggers", [&](const Napi::Object & e, uint32_t i) {
         grammar_trigger t;
         const std::string type = r.string(e, "type", "word");
@@ -202,6 +223,9 @@ inline generate_request read_generate_request(js_reader & r, const Napi::Object 
     if (sv.IsObject()) req.sampling = read_sampling(r, sv.As<Napi::Object>());
     Napi::Value gv = o.Get("grammar");
     if (gv.IsObject()) req.sampling.grammar = read_grammar(r, gv.As<Napi::Object>());
+    // A forced answer (tool_choice required, a named function, a JSON schema) gets a bounded
+    // reasoning block by default, so the call or the JSON comes within maxTokens.
+    req.sampling.reasoning_budget = reasoning_budget_default(req.sampling, req.max_tokens);
     return req;
 }
 

@@ -11,9 +11,16 @@
 #include "bmoe/limits/schema_limits.h"
 
 #include "chat.h"
+#include "chat-peg-parser.h"
 #include "json-schema-to-grammar.h"
+#include "peg-parser.h"
 
+#include <algorithm>
+#include <functional>
+#include <set>
 #include <stdexcept>
+#include <type_traits>
+#include <variant>
 
 namespace bmoe {
 
@@ -156,6 +163,141 @@ void check_prefill(const model_state & m, const grammar_spec & g, const char * o
     }
 }
 
+// A forced answer (tool_choice required or a named function; a JSON schema) leaves nothing to the
+// model but its reasoning and the answer itself. llama.cpp's eager grammars for these come from
+// the same PEG parser that reads the answer back, and it admits what a model may write around
+// the answer: text before the call (an `until` the call's opening: autoparser
+// chat-auto-parser-generator.cpp build_tool_parser_*, qwen3-coder, deepseek, gemma4), any number
+// of analysis / preamble messages (gpt-oss `(start any)*`, gemma4 `message*`). With random or
+// weak weights that text runs to max_tokens before the call opens. The grammar is rebuilt here
+// from that parser with what only the grammar needs changed (the parser reading the answer back
+// is not changed):
+//  - tools: a content-tagged node, or an untagged `until`, outside the reasoning and the calls
+//    matches nothing (the text before the call, gemma4's scan to the call);
+//  - tools and schema: a repetition outside the reasoning and the answer runs at most once (one
+//    reasoning block, one harmony analysis or preamble message before the call).
+// Reasoning (a reasoning-tagged node) stays as it is: the reasoning budget bounds it (sampler).
+class answer_forcing {
+  public:
+    answer_forcing(common_peg_arena & a, bool drop_text) : a_(a), drop_text_(drop_text) {}
+
+    void run() { walk(a_.root()); }
+
+  private:
+    common_peg_arena &             a_;
+    bool                           drop_text_;
+    std::set<common_peg_parser_id> seen_;
+
+    static bool is_tool_tag(const std::string & tag) { return tag.rfind("tool", 0) == 0; }
+
+    static bool is_reasoning_tag(const std::string & tag) {
+        return tag == common_chat_peg_builder::REASONING || tag == common_chat_peg_builder::REASONING_BLOCK;
+    }
+
+    // The answer itself: a trigger rule (the calls), a tool-tagged node, a JSON schema.
+    bool holds_answer(common_peg_parser_id id, std::set<common_peg_parser_id> & seen) const {
+        if (id == COMMON_PEG_INVALID_PARSER_ID || !seen.insert(id).second) return false;
+        return std::visit([&](const auto & p) -> bool {
+            using T = std::decay_t<decltype(p)>;
+            if constexpr (std::is_same_v<T, common_peg_rule_parser>) {
+                return p.trigger || holds_answer(p.child, seen);
+            } else if constexpr (std::is_same_v<T, common_peg_tag_parser>) {
+                return is_tool_tag(p.tag) || holds_answer(p.child, seen);
+            } else if constexpr (std::is_same_v<T, common_peg_schema_parser>) {
+                return true;
+            } else if constexpr (std::is_same_v<T, common_peg_sequence_parser> || std::is_same_v<T, common_peg_choice_parser>) {
+                for (auto c : p.children) if (holds_answer(c, seen)) return true;
+                return false;
+            } else if constexpr (std::is_same_v<T, common_peg_repetition_parser> || std::is_same_v<T, common_peg_atomic_parser>) {
+                return holds_answer(p.child, seen);
+            } else {
+                return false;
+            }
+        }, a_.get(id));
+    }
+
+    // Writes no GBNF: a repetition of it would be a bare "?" or "*" (invalid), so it goes too.
+    bool writes_nothing(common_peg_parser_id id) const {
+        return std::visit([&](const auto & p) -> bool {
+            using T = std::decay_t<decltype(p)>;
+            if constexpr (std::is_same_v<T, common_peg_epsilon_parser> || std::is_same_v<T, common_peg_and_parser> ||
+                          std::is_same_v<T, common_peg_not_parser>) {
+                return true;
+            } else if constexpr (std::is_same_v<T, common_peg_literal_parser>) {
+                return p.literal.empty();
+            } else if constexpr (std::is_same_v<T, common_peg_tag_parser> || std::is_same_v<T, common_peg_atomic_parser>) {
+                return writes_nothing(p.child);
+            } else if constexpr (std::is_same_v<T, common_peg_sequence_parser>) {
+                for (auto c : p.children) if (!writes_nothing(c)) return false;
+                return true;
+            } else {
+                return false;
+            }
+        }, a_.get(id));
+    }
+
+    void walk(common_peg_parser_id id) {
+        if (id == COMMON_PEG_INVALID_PARSER_ID || !seen_.insert(id).second) return;
+        auto & node = a_.get(id);
+        bool   drop = false;
+        common_peg_parser_id repeated = COMMON_PEG_INVALID_PARSER_ID;
+        std::vector<common_peg_parser_id> next;
+        std::visit([&](auto & p) {
+            using T = std::decay_t<decltype(p)>;
+            if constexpr (std::is_same_v<T, common_peg_rule_parser>) {
+                if (!p.trigger) next.push_back(p.child);  // a trigger rule is the calls
+            } else if constexpr (std::is_same_v<T, common_peg_tag_parser>) {
+                if (is_reasoning_tag(p.tag) || is_tool_tag(p.tag)) return;
+                if (p.tag == common_chat_peg_builder::CONTENT && drop_text_) { drop = true; return; }
+                next.push_back(p.child);
+            } else if constexpr (std::is_same_v<T, common_peg_until_parser>) {
+                drop = drop_text_;
+            } else if constexpr (std::is_same_v<T, common_peg_repetition_parser>) {
+                std::set<common_peg_parser_id> s;
+                if (p.max_count < 0 && !holds_answer(p.child, s)) p.max_count = std::max(p.min_count, 1);
+                repeated = p.child;
+                next.push_back(p.child);
+            } else if constexpr (std::is_same_v<T, common_peg_sequence_parser> || std::is_same_v<T, common_peg_choice_parser>) {
+                next = p.children;
+            } else if constexpr (std::is_same_v<T, common_peg_atomic_parser>) {
+                next.push_back(p.child);
+            }
+            // schema (the JSON answer), gbnf (its own text), lookaheads (no grammar): as they are
+        }, node);
+        if (drop) {
+            // An empty literal, not epsilon: a rule whose body is epsilon would be written as an
+            // empty GBNF rule ("content ::= "), which llama.cpp's grammar parser refuses.
+            node = common_peg_literal_parser{""};
+            return;
+        }
+        for (auto c : next) walk(c);
+        if (repeated != COMMON_PEG_INVALID_PARSER_ID && writes_nothing(repeated)) a_.get(id) = common_peg_literal_parser{""};
+    }
+};
+
+// The eager grammar of a forced answer, rebuilt from the chat parameters' parser (see
+// answer_forcing). "" when the format has no serialized parser (the grammar stays llama.cpp's).
+std::string forced_answer_grammar(const common_chat_params & p, const chat_request & r, bool tools) {
+    if (p.parser.empty()) return "";
+    common_peg_arena arena;
+    arena.load(p.parser);
+    answer_forcing(arena, tools).run();
+    common_json tool_list = tools ? common_json::parse(r.tools_json) : common_json();
+    common_json schema    = !r.json_schema.empty() ? common_json::parse(r.json_schema) : common_json();
+    // As llama.cpp builds it (chat.cpp, chat-auto-parser-generator.cpp): the schemas' $refs resolved.
+    return build_grammar([&](const common_grammar_builder & b) {
+        if (tool_list.is_array()) {
+            for (auto & t : tool_list) {
+                if (!t.is_object() || !t.contains("function") || !t.at("function").is_object()) continue;
+                auto & f = t.at("function");
+                if (f.contains("parameters")) b.resolve_refs(f.at("parameters"));
+            }
+        }
+        if (schema.is_object()) b.resolve_refs(schema);
+        arena.build_grammar(b, /* lazy = */ false);
+    });
+}
+
 }  // namespace
 
 chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
@@ -197,6 +339,20 @@ chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
         plan.grammar.gbnf = json_schema_grammar(r.json_schema);
     } else if (!p.grammar.empty()) {
         // A derived grammar is bounded like a request's own: it comes from the request's schemas.
+        // A forced answer: nothing but reasoning before the call or the JSON (answer_forcing).
+        const bool forced_tools  = plan.syntax.parse_tool_calls && r.tool_choice == "required" && !p.grammar_lazy;
+        const bool forced_schema = !plan.syntax.parse_tool_calls && r.grammar.empty() && !r.json_schema.empty() && !p.grammar_lazy;
+        if (forced_tools || forced_schema) {
+            std::string forced;
+            try {
+                forced = forced_answer_grammar(p, r, forced_tools);
+            } catch (const std::exception & e) {
+                throw std::runtime_error(std::string(forced_tools ? "tools" : "jsonSchema") +
+                                         ": its grammar cannot be built: " + one_line_clip(e.what(), 200));
+            }
+            if (!forced.empty()) p.grammar = forced;
+            plan.grammar.forces_answer = true;
+        }
         check_grammar(p.grammar, !r.grammar.empty() ? "grammar" : !r.tools_json.empty() && r.tool_choice != "none" ? "tools" : "jsonSchema");
         plan.grammar.gbnf = p.grammar;
         // A request's own grammar stays a user grammar; a derived one starts at the generation prompt.
@@ -205,6 +361,14 @@ chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
         plan.grammar.generation_prompt = p.generation_prompt;
         for (const auto & t : p.grammar_triggers) plan.grammar.triggers.push_back(from_common(t));
         check_prefill(m, plan.grammar, !r.grammar.empty() ? "grammar" : plan.syntax.parse_tool_calls ? "tools" : "jsonSchema");
+    }
+    // The reasoning block the budget counts in (llama-server passes the same tags,
+    // server-common.cpp): with or without a grammar; a user grammar has no reasoning rule to end.
+    if (p.supports_thinking && !p.thinking_start_tag.empty() && !p.thinking_end_tags.empty() &&
+        (plan.grammar.gbnf.empty() || plan.grammar.kind != grammar_spec::user)) {
+        plan.grammar.reasoning_start   = p.thinking_start_tag;
+        plan.grammar.reasoning_ends    = p.thinking_end_tags;
+        plan.grammar.generation_prompt = p.generation_prompt;
     }
     return plan;
 }

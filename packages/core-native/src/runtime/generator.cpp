@@ -392,7 +392,11 @@ void generator::sample(generation & g, const token_metrics & step_metrics) {
         return;
     }
     try {
-        if (!watched(g, [&] { ev.token = sampler_sample(g.smpl.get(), ctx, g.logits_at); })) {
+        // The tokens this generation may still write, this one included: max_tokens, and without a
+        // context shift the context's room (the next token needs a free cell).
+        int32_t left = g.req.max_tokens - g.result.n_generated;
+        if (!g.req.context_shift) left = std::min(left, std::max(1, n_ctx_seq() - (int32_t) cached[(size_t) g.req.seq].size()));
+        if (!watched(g, [&] { ev.token = sampler_sample(g.smpl.get(), ctx, g.logits_at, left); })) {
             finish(g, "abort");
             return;
         }

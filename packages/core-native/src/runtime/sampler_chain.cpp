@@ -40,8 +40,8 @@ void sampler_accept_prompt(sampler * s, const std::vector<llama_token> & tokens)
     for (llama_token t : tokens) llama_sampler_accept(s->chain, t);
 }
 
-llama_token sampler_sample(sampler * s, llama_context * ctx, int32_t idx) {
-    // llama_sampler_sample accepts the token itself.
+llama_token sampler_sample(sampler * s, llama_context * ctx, int32_t idx, int32_t /*left*/) {
+    // llama_sampler_sample accepts the token itself. No grammars here, so nothing to close.
     return llama_sampler_sample(s->chain, ctx, idx);
 }
 

@@ -2,18 +2,23 @@
 // tool-call triggers behave exactly as in llama-completion and llama-server.
 #include "bmoe/runtime/sampler.h"
 
+#include "bmoe/runtime/answer_close.h"
 #include "bmoe/runtime/log_capture.h"
 #include "bmoe/limits/grammar_limits.h"
 #include "bmoe/limits/one_line.h"
 
+#include "common.h"
 #include "sampling.h"
 
+#include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 namespace bmoe {
 
 struct sampler {
     common_sampler * s = nullptr;
+    answer_close_ptr close;  // a forced answer's grammar, to end it within max_tokens
 };
 
 void sampler_deleter::operator()(sampler * s) const {
@@ -44,6 +49,22 @@ common_grammar_type grammar_type(grammar_spec::kind_t k) {
     }
 }
 
+// The generation prompt's tokens after its last `start` sequence, as common_sampler_init feeds
+// them to the reasoning budget (common/sampling.cpp: the template's tokens, a leading space some
+// tokenizers add before a special token left out). The budget counts them as reasoning: with
+// qwen3.5's "<think>\n" a budget of 0 would be used up by the "\n" and end nothing. They are
+// added to the budget, so it counts generated tokens only.
+int32_t prompt_tokens_after(const llama_vocab * vocab, const std::string & generation_prompt, const std::vector<llama_token> & start) {
+    if (generation_prompt.empty() || start.empty()) return 0;
+    std::vector<llama_token> tokens = common_tokenize(vocab, generation_prompt, false, true);
+    if (!tokens.empty()) {
+        const std::string piece = common_token_to_piece(vocab, tokens[0], true);
+        if (!piece.empty() && std::isspace((unsigned char) piece[0]) && !std::isspace((unsigned char) generation_prompt[0])) tokens.erase(tokens.begin());
+    }
+    const auto at = std::find_end(tokens.begin(), tokens.end(), start.begin(), start.end());
+    return at == tokens.end() ? 0 : (int32_t) (tokens.end() - (at + (long) start.size()));
+}
+
 }  // namespace
 
 sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const sampling_params & p) {
@@ -69,6 +90,33 @@ sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const samplin
         c.generation_prompt = p.grammar.generation_prompt;
         for (const auto & t : p.grammar.triggers) c.grammar_triggers.push_back(to_common(t));
     }
+    // The reasoning budget, as llama-server sets it (server-common.cpp, server-schema.cpp): the
+    // template's tags tokenized with special tokens, the forced sequence the message then the
+    // first end tag. common_sampler counts from the start tag (in the generation prompt or
+    // generated), forces the end sequence token by token once `reasoning_budget` tokens have
+    // passed, and applies it before the grammar (whose reasoning rule ends with the same tag).
+    // llama.cpp also builds it with no budget when the grammar is lazy (the grammar then stays
+    // off inside the reasoning block, so a trigger there does not fire).
+    if (!p.grammar.reasoning_start.empty() && !p.grammar.reasoning_ends.empty() &&
+        (p.reasoning_budget >= 0 || (p.grammar.lazy && !p.grammar.gbnf.empty()))) {
+        const llama_vocab * vocab = llama_model_get_vocab(model);
+        c.reasoning_budget_start  = common_tokenize(vocab, p.grammar.reasoning_start, false, true);
+        c.reasoning_budget_tokens = p.reasoning_budget < 0 ? -1 : p.reasoning_budget + prompt_tokens_after(vocab, p.grammar.generation_prompt, c.reasoning_budget_start);
+        for (const auto & e : p.grammar.reasoning_ends) {
+            if (!e.empty()) c.reasoning_budget_end.push_back(common_tokenize(vocab, e, false, true));
+        }
+        if (!c.reasoning_budget_end.empty()) {
+            c.reasoning_budget_forced = c.reasoning_budget_end.front();
+            if (!p.reasoning_budget_message.empty()) {
+                const auto msg = common_tokenize(vocab, p.reasoning_budget_message, false, true);
+                c.reasoning_budget_forced.insert(c.reasoning_budget_forced.begin(), msg.begin(), msg.end());
+            }
+            c.reasoning_budget_message = p.reasoning_budget_message;
+        }
+        // The budget counts from a start tag the template already wrote (qwen3.5's "<think>\n"):
+        // common_sampler feeds it the generation prompt, as it feeds a chat grammar.
+        c.generation_prompt = p.grammar.generation_prompt;
+    }
     log_capture_reset();
     common_sampler * s = nullptr;
     try {
@@ -87,6 +135,10 @@ sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const samplin
     if (!s) throw std::runtime_error("sampler: llama.cpp could not create it");
     sampler_ptr out(new sampler);
     out->s = s;
+    if (p.grammar.forces_answer && !p.grammar.gbnf.empty() && !p.grammar.lazy) {
+        out->close = answer_close_init(llama_model_get_vocab(model), p.grammar.gbnf, p.grammar.generation_prompt,
+                                       p.grammar.kind != grammar_spec::user);
+    }
     return out;
 }
 
@@ -94,9 +146,19 @@ void sampler_accept_prompt(sampler * s, const std::vector<llama_token> & tokens)
     for (llama_token t : tokens) common_sampler_accept(s->s, t, false);
 }
 
-llama_token sampler_sample(sampler * s, llama_context * ctx, int32_t idx) {
-    const llama_token t = common_sampler_sample(s->s, ctx, idx);
+llama_token sampler_sample(sampler * s, llama_context * ctx, int32_t idx, int32_t left) {
+    // A forced answer is written out once the tokens left only hold its shortest completion
+    // (answer_close.h); a sampled token that would leave it no room gives way to it.
+    llama_token t = s->close ? answer_close_forced(*s->close, left) : LLAMA_TOKEN_NULL;
+    if (t == LLAMA_TOKEN_NULL) {
+        t = common_sampler_sample(s->s, ctx, idx);
+        if (s->close && !answer_close_keeps(*s->close, t, left)) {
+            const llama_token forced = answer_close_forced(*s->close, 1);
+            if (forced != LLAMA_TOKEN_NULL) t = forced;
+        }
+    }
     common_sampler_accept(s->s, t, true);
+    if (s->close) answer_close_accept(*s->close, t);
     return t;
 }
 

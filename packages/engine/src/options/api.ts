@@ -117,6 +117,15 @@ export interface GenerateOptions {
   /** Subtract this times its count from the logit of every token already seen (OpenAI `frequency_penalty`). Default 0 (off). */
   frequencyPenalty?: number;
   /**
+   * Tokens the template's reasoning block (Qwen3 `<think>`, gpt-oss analysis) may take before its
+   * end tag is forced, as llama-server's `reasoning_budget_tokens`: 0 = no reasoning, -1 = unlimited.
+   * Default -1, except that when the answer is forced (`toolChoice` 'required' or a named
+   * function, a `jsonSchema`) it is half of `maxTokens`, so the call or the JSON has room.
+   */
+  reasoningBudget?: number;
+  /** Text written before the forced end tag when the reasoning budget runs out. Default: none. */
+  reasoningBudgetMessage?: string;
+  /**
    * When the context fills during generation, drop the older half of it and go on (llama.cpp's
    * context shift); `chat()` also drops the oldest turns of a conversation that no longer fits.
    * Default false: a full context ends the generation with stopReason 'context', and a prompt
@@ -161,6 +170,8 @@ export interface ResolvedGenerateOptions {
   repeatLastN: number;
   presencePenalty: number;
   frequencyPenalty: number;
+  reasoningBudget: number;
+  reasoningBudgetMessage: string | null;
   contextShift: boolean;
   stop: string[];
   grammar: string | null;

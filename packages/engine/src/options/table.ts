@@ -240,6 +240,18 @@ export const OPTION_TABLE = [
     ...num(C.sampling.frequencyPenalty),
     help: 'subtract N times its count from the logit of every token already seen (OpenAI frequency_penalty); 0 = off',
   },
+  // llama-server's --reasoning-budget / reasoning_budget_tokens (common/reasoning-budget.cpp):
+  // counted from the template's start tag, then its end tag is forced.
+  {
+    key: 'reasoningBudget', group: 'generate', flag: '--reasoning-budget', arg: 'N', native: { params: 'generate', key: 'sampling.reasoningBudget' },
+    ...int(C.sampling.reasoningBudget), defaultText: '-1 (unlimited; half of -n when a tool call or JSON is forced)',
+    help: "tokens the template's reasoning may take before its end is forced (llama.cpp --reasoning-budget); 0 = none, -1 = unlimited, except that a forced tool call or JSON schema bounds it to half of -n",
+  },
+  {
+    key: 'reasoningBudgetMessage', group: 'generate', flag: '--reasoning-budget-message', arg: 'MSG', native: { params: 'generate', key: 'sampling.reasoningBudgetMessage' },
+    value: { type: 'string' }, default: null, defaultText: 'none',
+    help: 'text written before the forced end of the reasoning when the budget runs out (llama.cpp --reasoning-budget-message)',
+  },
   {
     key: 'contextShift', group: 'generate', flag: '--context-shift', native: { params: 'generate', key: 'contextShift' },
     value: bool, default: C.generate.contextShift.default, defaultText: 'off',

@@ -40,6 +40,13 @@ struct tri_field {
     const char * key;
 };
 
+// A string of at most max_bytes bytes (UTF-8).
+struct text_field {
+    const char * key;
+    const char * def;
+    int64_t      max_bytes;
+};
+
 struct enum_field {
     const char *         key;
     const char *         def;
@@ -67,6 +74,8 @@ inline constexpr number_field repeat_penalty{ "repeatPenalty", 1.0, 0.000001, 10
 inline constexpr int_field repeat_last_n{ "repeatLastN", 64LL, -1LL, 16777216LL };
 inline constexpr number_field presence_penalty{ "presencePenalty", 0.0, -1000000.0, 1000000.0 };
 inline constexpr number_field frequency_penalty{ "frequencyPenalty", 0.0, -1000000.0, 1000000.0 };
+inline constexpr int_field reasoning_budget{ "reasoningBudget", -1LL, -1LL, 16777216LL };
+inline constexpr text_field reasoning_budget_message{ "reasoningBudgetMessage", "", 4096 };
 }  // namespace sampling
 
 // NativeLogitBias
