@@ -37,6 +37,8 @@ export const NATIVE_PARAMS = {
     maxTokens: { type: 'int32', default: 256, min: 0, max: 16777216 },
     logits: { type: 'bool', default: false },
     contextShift: { type: 'bool', default: false },
+    nProbs: { type: 'int32', default: -1, min: -1, max: 20 },
+    promptLogprobs: { type: 'bool', default: false },
     grammarStepMs: { type: 'int32', default: 10000, min: 1, max: 600000 },
   },
   model: {
@@ -146,6 +148,18 @@ export interface NativeGenerateFields {
    * stopping with "context". Default false.
    */
   contextShift?: boolean;
+  /**
+   * Log-probabilities: each token's event carries its own and the nProbs most likely tokens' at its
+   * position (the model's distribution before sampling, as llama-server's n_probs); -1 = none.
+   * Default -1.
+   */
+  nProbs?: number;
+  /**
+   * Score the prompt: the result carries each prompt token's log-probability after the ones before
+   * it (and nProbs alternatives); the whole prompt is evaluated again (no prefix reuse). Default
+   * false.
+   */
+  promptLogprobs?: boolean;
   /**
    * One sampling step under a grammar may take this long before the request fails naming the
    * grammar. Default 10000.

@@ -120,6 +120,18 @@ export interface NativeTokenEvent {
   eog: boolean;
   metrics: NativeTokenMetrics;
   logits?: Float32Array;
+  /** nProbs >= 0: this token's log-probability under the model's distribution at its position. */
+  logprob?: number;
+  /** nProbs >= 0: the nProbs most likely tokens at its position, most likely first. */
+  topLogprobs?: NativeTokenLogprob[];
+}
+
+/** A token and its log-probability at one position (the softmax of the raw logits). */
+export interface NativeTokenLogprob {
+  token: number;
+  logprob: number;
+  /** The token's bytes (special tokens rendered); may be a partial UTF-8 sequence. */
+  piece: Uint8Array;
 }
 
 /** Named as @bmoe/engine's GenerationResult names the same things. */
@@ -133,6 +145,11 @@ export interface NativeGenerateResult {
   /** Time evaluating the prompt tokens that were not reused. */
   promptMs: number;
   generatedTokens: number;
+  /**
+   * promptLogprobs: prompt token i + 1's log-probability after tokens 0..i, and the nProbs most
+   * likely tokens at that position (the first prompt token has no entry).
+   */
+  promptLogprobs?: Array<NativeTokenLogprob & { topLogprobs: NativeTokenLogprob[] }>;
 }
 
 /**

@@ -61,6 +61,7 @@ add_library(bmoe_runtime STATIC
     src/runtime/kv_state.cpp
     src/runtime/sampler_common.cpp
     src/runtime/answer_close.cpp
+    src/runtime/token_probs.cpp
     src/runtime/chat_plan.cpp
     src/runtime/model_state.cpp
     src/runtime/chat_format.cpp

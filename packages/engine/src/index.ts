@@ -12,7 +12,7 @@ export type {
   ToolDefinition,
 } from './messages.js';
 export { StopMatcher } from './stop.js';
-export type { Generation, GenerationResult, StopReason, TokenEvent } from './running-generation.js';
+export type { Generation, GenerationResult, PromptTokenLogprob, StopReason, TokenEvent, TokenLogprob } from './running-generation.js';
 export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions } from './options/api.js';
 export { defaultThreads } from './options/api.js';
 export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo, type ModelShardInfo } from './inspect.js';

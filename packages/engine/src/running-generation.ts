@@ -1,6 +1,6 @@
 // One running generation: native token callbacks feed a queue that the caller drains with
 // `for await`, while `result` settles when the native call does. Either can be used alone.
-import type { NativeGenerateResult, NativeTokenEvent } from '@bmoe/core-native';
+import type { NativeGenerateResult, NativeTokenEvent, NativeTokenLogprob } from '@bmoe/core-native';
 import { BmoeError, messageOf } from './errors.js';
 import { MessageStream, type ChatParser } from './message-stream.js';
 import type { AssistantMessage, MessageDelta } from './messages.js';
@@ -16,6 +16,12 @@ import { Utf8Stream } from './utf8.js';
  * string appeared.
  */
 export type StopReason = 'eog' | 'length' | 'abort' | 'context' | 'stop';
+
+const pieceText = new TextDecoder();
+
+function tokenLogprob(t: NativeTokenLogprob): TokenLogprob {
+  return { tokenId: t.token, text: pieceText.decode(t.piece), bytes: t.piece, logprob: t.logprob };
+}
 
 /** One generated token. Index and id are named as the metrics schema names them (`token_index`, `token_id`). */
 export interface TokenEvent {
@@ -40,6 +46,26 @@ export interface TokenEvent {
   metrics: TokenMetrics;
   /** The logits this token was sampled from, when GenerateOptions.logits is set. */
   logits?: Float32Array;
+  /** GenerateOptions.logprobs: this token's log-probability at its position. */
+  logprob?: number;
+  /** GenerateOptions.logprobs: the most likely tokens at its position, most likely first. */
+  topLogprobs?: TokenLogprob[];
+}
+
+/** A token and its log-probability at one position (the model's distribution before sampling). */
+export interface TokenLogprob {
+  tokenId: number;
+  /** The token's text; a token that splits a character shows U+FFFD (its `bytes` are exact). */
+  text: string;
+  /** The token's bytes (special tokens rendered). */
+  bytes: Uint8Array;
+  logprob: number;
+}
+
+/** A prompt token scored (GenerateOptions.promptLogprobs); the first token of the prompt has no logprob. */
+export interface PromptTokenLogprob extends Omit<TokenLogprob, 'logprob'> {
+  logprob: number | null;
+  topLogprobs: TokenLogprob[];
 }
 
 export interface GenerationResult {
@@ -71,6 +97,8 @@ export interface GenerationResult {
   summary: RunSummary;
   /** One record per generated token. */
   metrics: TokenMetrics[];
+  /** GenerateOptions.promptLogprobs: every prompt token, scored after the ones before it. */
+  promptLogprobs?: PromptTokenLogprob[];
 }
 
 /** Async-iterate it for tokens, or await `result`, or both. Iterable once. */
@@ -84,6 +112,8 @@ export interface Generation extends AsyncIterable<TokenEvent> {
 export interface StreamSetup {
   stops: readonly string[];
   parser: ChatParser | null;
+  /** The prompt's first token and its text (the one promptLogprobs does not score). */
+  firstToken?: { tokenId: number; text: string };
 }
 
 /** Where the session's run() sends the prepared prompt's facts, then the native token events. */
@@ -115,6 +145,7 @@ export class GenerationImpl implements Generation {
   private readonly utf8 = new Utf8Stream();
   private readonly events: TokenEvent[] = [];
   private stream = new MessageStream([], null);
+  private firstToken: { tokenId: number; text: string } | null = null;
   private aborted = false;
   /** A stop string appeared: later (in-flight) tokens are dropped, and the result says 'stop'. */
   private stopped = false;
@@ -186,6 +217,7 @@ export class GenerationImpl implements Generation {
 
   private begin(setup: StreamSetup): void {
     this.stream = new MessageStream(setup.stops, setup.parser);
+    this.firstToken = setup.firstToken ?? null;
   }
 
   /**
@@ -208,6 +240,8 @@ export class GenerationImpl implements Generation {
     const { delta, stopped } = this.stream.push(text, this.isLast(ev, metrics.tokenIndex));
     const event: TokenEvent = { tokenIndex: metrics.tokenIndex, tokenId: metrics.tokenId, text, eog: ev.eog, metrics, delta };
     if (ev.logits) event.logits = ev.logits;
+    if (ev.logprob !== undefined) event.logprob = ev.logprob;
+    if (ev.topLogprobs) event.topLogprobs = ev.topLogprobs.map(tokenLogprob);
     this.events.push(event);
     this.queue.push(event);
     if (stopped) {
@@ -237,7 +271,14 @@ export class GenerationImpl implements Generation {
         decode: this.decodeState(),
       }),
       metrics,
+      ...(native.promptLogprobs ? { promptLogprobs: this.promptLogprobs(native.promptLogprobs) } : {}),
     };
+  }
+
+  private promptLogprobs(scored: NonNullable<NativeGenerateResult['promptLogprobs']>): PromptTokenLogprob[] {
+    const first = this.firstToken;
+    const head: PromptTokenLogprob[] = first ? [{ ...first, bytes: new TextEncoder().encode(first.text), logprob: null, topLogprobs: [] }] : [];
+    return [...head, ...scored.map((p) => ({ ...tokenLogprob(p), topLogprobs: p.topLogprobs.map(tokenLogprob) }))];
   }
 
   /** The decode state for the summary; unknown (null) where the native side cannot say. */

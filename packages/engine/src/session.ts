@@ -344,7 +344,8 @@ export class SessionImpl implements Session {
         const { plan } = fitted;
         sent = fitted.sent;
         deps.promptTokens = plan.tokens.length;
-        sink.begin({ stops: plan.stops, parser: plan.parser });
+        const first = plan.tokens[0]!;
+        sink.begin({ stops: plan.stops, parser: plan.parser, ...(opts.promptLogprobs ? { firstToken: { tokenId: first, text: model.detokenize(Int32Array.of(first)) } } : {}) });
         // An abort while the prompt was prepared must not be cleared by the native generate().
         if (stopped) return { stopReason: 'abort', promptTokens: plan.tokens.length, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
         const request: NativeGenerateRequest = { tokens: plan.tokens, ...nativeGenerateParams(opts), seq };

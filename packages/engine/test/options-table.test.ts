@@ -163,6 +163,7 @@ describe('native parameter objects', () => {
       maxTokens: 5,
       sampling: { temperature: 0, topK: 3, topP: 0.95, seed: 0, minP: 0, repeatPenalty: 1, repeatLastN: 64, presencePenalty: 0, frequencyPenalty: 0, reasoningBudget: -1 },
       logits: true,
+      promptLogprobs: false,
       contextShift: false,
     });
     expect(nativePrepareOptions(gen)).toEqual({ chatml: false, think: false });

@@ -95,6 +95,8 @@ describe('generate options', () => {
       chatml: false,
       think: true,
       logits: false,
+      logprobs: null,
+      promptLogprobs: false,
       minP: 0,
       repeatPenalty: 1,
       repeatLastN: 64,

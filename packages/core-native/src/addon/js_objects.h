@@ -37,7 +37,23 @@ struct no_sync {
     template <class T> T operator()(Napi::Env, T arr) const { return arr; }
 };
 
-// NativeTokenEvent: { piece, eog, metrics, logits? }.
+// [{ token, logprob, piece }], most likely first.
+template <class Sync = no_sync>
+inline Napi::Array token_probs_top_to_js(Napi::Env env, const token_probs & p, Sync sync = {}) {
+    Napi::Array top = Napi::Array::New(env, p.top.size());
+    for (size_t i = 0; i < p.top.size(); i++) {
+        Napi::Object e = Napi::Object::New(env);
+        e.Set("token", p.top[i].token);
+        e.Set("logprob", p.top[i].logprob);
+        Napi::Uint8Array piece = Napi::Uint8Array::New(env, p.top[i].piece.size());
+        std::copy(p.top[i].piece.begin(), p.top[i].piece.end(), piece.Data());
+        e.Set("piece", sync(env, piece));
+        top.Set((uint32_t) i, e);
+    }
+    return top;
+}
+
+// NativeTokenEvent: { piece, eog, metrics, logits?, logprob?, topLogprobs? }.
 template <class Sync = no_sync>
 inline Napi::Object token_event_to_js(Napi::Env env, const token_event & ev, Sync sync = {}) {
     Napi::Object o = Napi::Object::New(env);
@@ -51,6 +67,10 @@ inline Napi::Object token_event_to_js(Napi::Env env, const token_event & ev, Syn
         std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());
         o.Set("logits", sync(env, lg));
     }
+    if (ev.has_probs) {
+        o.Set("logprob", ev.probs.logprob);
+        o.Set("topLogprobs", token_probs_top_to_js(env, ev.probs, sync));
+    }
     return o;
 }
 
@@ -62,6 +82,21 @@ inline Napi::Object generate_result_to_js(Napi::Env env, const generate_result &
     o.Set("promptTokensReused", res.n_prompt_reused);
     o.Set("promptMs", res.prompt_ms);
     o.Set("generatedTokens", res.n_generated);
+    if (!res.prompt_probs.empty()) {
+        Napi::Array pp = Napi::Array::New(env, res.prompt_probs.size());
+        for (size_t i = 0; i < res.prompt_probs.size(); i++) {
+            Napi::Object e = Napi::Object::New(env);
+            const token_probs & p = res.prompt_probs[i];
+            e.Set("token", p.token);
+            Napi::Uint8Array piece = Napi::Uint8Array::New(env, p.piece.size());
+            std::copy(p.piece.begin(), p.piece.end(), piece.Data());
+            e.Set("piece", piece);
+            e.Set("logprob", p.logprob);
+            e.Set("topLogprobs", token_probs_top_to_js(env, res.prompt_probs[i]));
+            pp.Set((uint32_t) i, e);
+        }
+        o.Set("promptLogprobs", pp);
+    }
     return o;
 }
 

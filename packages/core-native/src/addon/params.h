@@ -217,6 +217,8 @@ inline generate_request read_generate_request(js_reader & r, const Napi::Object 
     req.seq             = (int32_t) r.integer(o, k::seq);
     req.max_tokens      = (int32_t) r.integer(o, k::max_tokens);
     req.want_logits     = r.boolean(o, k::want_logits);
+    req.n_probs         = (int32_t) r.integer(o, k::n_probs);
+    req.prompt_logprobs = r.boolean(o, k::prompt_logprobs);
     req.context_shift   = r.boolean(o, k::context_shift);
     req.grammar_step_ms = (int32_t) r.integer(o, k::grammar_step_ms);
     Napi::Value sv = o.Get("sampling");

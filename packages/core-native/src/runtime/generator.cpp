@@ -269,6 +269,8 @@ void generator::start(generation & g) {
     // abort that arrives while it waits to be started is honoured.
     try {
         check_request(g.req);
+        // Scoring the prompt needs its logits at every position: nothing cached is reused.
+        if (g.req.prompt_logprobs) reset(g.req.seq);
         const size_t n_keep       = keep_cached_prefix(g.req.seq, g.req.tokens);
         g.result.n_prompt        = (int32_t) g.req.tokens.size();
         g.result.n_prompt_reused = (int32_t) n_keep;
@@ -323,10 +325,11 @@ void generator::step(const std::vector<generation *> & active) {
         if (g->done || !g->in_prompt || batch.n_tokens >= batch_cap || !admit(*g)) continue;
         const size_t n = std::min(g->pending.size() - g->pending_at, (size_t) (batch_cap - batch.n_tokens));
         const llama_pos p0 = (llama_pos) cached[(size_t) g->req.seq].size();
+        g->prompt_row = batch.n_tokens;
         for (size_t i = 0; i < n; i++) {
             const bool last = g->pending_at + i + 1 == g->pending.size();
             if (last) g->logits_at = batch.n_tokens;
-            batch_add(batch, g->pending[g->pending_at + i], p0 + (llama_pos) i, g->req.seq, last);
+            batch_add(batch, g->pending[g->pending_at + i], p0 + (llama_pos) i, g->req.seq, last || g->req.prompt_logprobs);
         }
         g->n_in_batch = (int32_t) n;
         in_batch.push_back(g);
@@ -360,6 +363,7 @@ void generator::step(const std::vector<generation *> & active) {
         }
         std::vector<llama_token> & c = cached[(size_t) g.req.seq];
         if (g.in_prompt) {
+            if (g.req.prompt_logprobs) score_prompt(g);
             c.insert(c.end(), g.pending.begin() + (long) g.pending_at, g.pending.begin() + (long) (g.pending_at + (size_t) g.n_in_batch));
             g.pending_at += (size_t) g.n_in_batch;
             token_metrics_add(g.prompt_metrics, m);
@@ -369,6 +373,19 @@ void generator::step(const std::vector<generation *> & active) {
         if (g.logits_at >= 0) sample(g, m);
     }
     in_batch.clear();
+}
+
+void generator::score_prompt(generation & g) {
+    const int32_t n_vocab = llama_vocab_n_tokens(vocab);
+    for (int32_t i = 0; i < g.n_in_batch; i++) {
+        const size_t next = g.pending_at + (size_t) i + 1;  // the prompt token this position predicts
+        if (next >= g.pending.size()) break;
+        const float * lg = llama_get_logits_ith(ctx, g.prompt_row + i);
+        g.result.prompt_probs.push_back(token_probs_at(lg, n_vocab, g.pending[next], std::max(0, g.req.n_probs)));
+        token_probs & p = g.result.prompt_probs.back();
+        p.piece = token_piece(vocab, p.token);
+        for (auto & t : p.top) t.piece = token_piece(vocab, t.token);
+    }
 }
 
 void generator::sample(generation & g, const token_metrics & step_metrics) {
@@ -407,6 +424,11 @@ void generator::sample(generation & g, const token_metrics & step_metrics) {
     }
     ev.is_eog = llama_vocab_is_eog(vocab, ev.token);
     ev.piece  = ev.is_eog ? std::string() : token_piece(vocab, ev.token);
+    if (g.req.n_probs >= 0) {
+        ev.has_probs = true;
+        ev.probs     = token_probs_at(llama_get_logits_ith(ctx, g.logits_at), llama_vocab_n_tokens(vocab), ev.token, g.req.n_probs);
+        for (auto & t : ev.probs.top) t.piece = token_piece(vocab, t.token);
+    }
     if (g.req.want_logits) {
         const float * lg = llama_get_logits_ith(ctx, g.logits_at);
         ev.logits.assign(lg, lg + llama_vocab_n_tokens(vocab));

@@ -106,6 +106,18 @@ export interface GenerateOptions {
   think?: boolean;
   /** Attach each sampled position's logits to its token event (tests). Default false. */
   logits?: boolean;
+  /**
+   * Log-probabilities under the model's distribution (the softmax of its raw logits, before any
+   * sampler, as llama-server reports them): each token event carries its own (`logprob`) and the
+   * `logprobs` most likely tokens' at its position (`topLogprobs`), 0..20. Default: none.
+   */
+  logprobs?: number;
+  /**
+   * Score the prompt too: `result.promptLogprobs` holds each prompt token's log-probability after
+   * the tokens before it (and `logprobs` alternatives). The whole prompt is evaluated again, so no
+   * cached prefix is reused. Default false.
+   */
+  promptLogprobs?: boolean;
   /** Min-p sampling: drop tokens less likely than minP times the most likely one, in [0, 1]. Default 0 (off). */
   minP?: number;
   /** Penalize tokens repeated within the last `repeatLastN` tokens (prompt included), > 0. Default 1 (off). */
@@ -165,6 +177,8 @@ export interface ResolvedGenerateOptions {
   chatml: boolean;
   think: boolean;
   logits: boolean;
+  logprobs: number | null;
+  promptLogprobs: boolean;
   minP: number;
   repeatPenalty: number;
   repeatLastN: number;

@@ -268,6 +268,16 @@ export const OPTION_TABLE = [
     help: 'turn the template\'s reasoning off (Qwen3 thinking; gpt-oss answers on its final channel); implies --chat',
   },
   {
+    key: 'logprobs', group: 'generate', flag: null, native: { params: 'generate', key: 'nProbs' },
+    ...int(C.generate.nProbs, { min: 0 }), default: null, defaultText: 'none',
+    help: "give each token event its log-probability and this many of the most likely tokens' at its position (0..20; OpenAI logprobs / top_logprobs)",
+  },
+  {
+    key: 'promptLogprobs', group: 'generate', flag: null, native: { params: 'generate', key: 'promptLogprobs' },
+    value: bool, default: C.generate.promptLogprobs.default, defaultText: 'off',
+    help: "score the prompt too: the result's promptLogprobs (the whole prompt is evaluated again; OpenAI completions echo + logprobs)",
+  },
+  {
     key: 'logits', group: 'generate', flag: null, native: { params: 'generate', key: 'logits' },
     value: bool, default: C.generate.logits.default, defaultText: 'off',
     help: "attach each sampled position's logits to its token event (tests)",

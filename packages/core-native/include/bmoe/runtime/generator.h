@@ -8,6 +8,7 @@
 // the atomics (`generation::abort`, `stop_decode`).
 #include "bmoe/compute/wait_policy.h"
 #include "bmoe/runtime/sampler.h"
+#include "bmoe/runtime/token_probs.h"
 #include "bmoe/stream/decode_observer.h"
 
 #include "llama.h"
@@ -32,6 +33,10 @@ struct generate_request {
     // One sampling step (or building the sampler) may take this long before the request fails:
     // a grammar's work grows with the ways the text may continue, and an abort must land within it.
     int32_t                  grammar_step_ms = (int32_t) contract::generate::grammar_step_ms.def;
+    // Log-probabilities (token_probs.h): each token's and the n_probs most likely; -1 = none.
+    int32_t                  n_probs = (int32_t) contract::generate::n_probs.def;
+    // Score the prompt too: logits at every prompt position, so no cached prefix is reused.
+    bool                     prompt_logprobs = contract::generate::prompt_logprobs.def;
 };
 
 struct token_event {
@@ -41,6 +46,8 @@ struct token_event {
     bool               is_eog = false;
     token_metrics      metrics;
     std::vector<float> logits;
+    bool               has_probs = false;  // n_probs >= 0
+    token_probs        probs;
 };
 
 struct generate_result {
@@ -49,6 +56,8 @@ struct generate_result {
     int32_t     n_prompt_reused = 0;
     double      prompt_ms       = 0;
     int32_t     n_generated     = 0;
+    // prompt_logprobs: prompt token i + 1's log-probability after tokens 0..i (the first has none).
+    std::vector<token_probs> prompt_probs;
 };
 
 // One request in progress on one sequence. Made by the caller, started and stepped by the
@@ -68,6 +77,7 @@ struct generation {
     llama_token              next       = LLAMA_TOKEN_NULL;  // sampled, fed back at the next step
     int32_t                  logits_at  = -1;  // its row in this step's batch, -1 = none
     int32_t                  n_in_batch = 0;   // tokens it has in this step's batch
+    int32_t                  prompt_row = 0;   // its prompt chunk's first row in this step's batch
     bool                     in_prompt  = true;
     double                   t_prompt   = 0;
     token_metrics            prompt_metrics;   // the decodes of its prompt, folded
@@ -134,6 +144,7 @@ struct generator {
     bool   admit(generation & g);
     // After a successful decode: g's sampling, its token event, its end.
     void   sample(generation & g, const token_metrics & step_metrics);
+    void   score_prompt(generation & g);  // prompt_logprobs: the chunk just decoded
     void   finish(generation & g, const char * reason);
     void   fail(generation & g, const std::string & why);
 
