@@ -96,10 +96,11 @@ export function addStreamingOptions(cmd: Command): Command {
 
 /**
  * The sampling flags of `run` and `chat`, in llama.cpp's order: --temp, --top-k, --top-p, --seed,
- * --min-p, the repeat, presence and frequency penalties, then --context-shift.
+ * --min-p, the repeat, presence and frequency penalties, the reasoning budget, then --context-shift.
  */
 export const SAMPLING_KEYS = [
-  'temperature', 'topK', 'topP', 'seed', 'minP', 'repeatPenalty', 'repeatLastN', 'presencePenalty', 'frequencyPenalty', 'contextShift',
+  'temperature', 'topK', 'topP', 'seed', 'minP', 'repeatPenalty', 'repeatLastN', 'presencePenalty', 'frequencyPenalty',
+  'reasoningBudget', 'reasoningBudgetMessage', 'contextShift',
 ] as const satisfies readonly OptionKey[];
 
 /** Adds the generation flags of `keys` (-n, --temp, ...) to a command, in the order given. */

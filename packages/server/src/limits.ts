@@ -14,6 +14,9 @@ export function optionMax(key: OptionKey): number {
 /** The native core's largest count (`max_tokens`, `top_k`): 2^24, as the option table says. */
 export const NATIVE_MAX_COUNT = optionMax('maxTokens');
 
+/** The longest reasoning budget message, in UTF-8 bytes (core-native's contract: `reasoningBudgetMessage.maxBytes`). */
+export const MAX_REASONING_BUDGET_MESSAGE_BYTES = 4096;
+
 /** A chat template spends at least this many tokens per message (its role markers). */
 const MIN_TOKENS_PER_MESSAGE = 4;
 /** Text averages 3–5 characters a token; a prompt over 16 per token of the context cannot fit. */

@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import { BmoeError, type LoadOptions } from '@bmoe/engine';
 import type { FastifyServerOptions } from 'fastify';
 import { z } from 'zod';
+import { MAX_REASONING_BUDGET_MESSAGE_BYTES, optionMax } from './limits.js';
 
 export interface ServerOptions {
   /** The GGUF model file to serve. */
@@ -63,6 +64,20 @@ export interface ServerOptions {
    * '*' = any origin. Default: none (no CORS headers at all; browsers keep other sites' pages out).
    */
   cors?: string[];
+  /**
+   * The reasoning budget of a chat request that gives none (or -1) in `reasoning_budget_tokens`
+   * (llama-server's --reasoning-budget): tokens the template's reasoning block may take before its
+   * end tag is forced; 0 = no reasoning. Default -1: unlimited, except that a forced answer
+   * (tool_choice 'required' or a named function, a JSON response_format) bounds it to half of
+   * max_tokens.
+   */
+  reasoningBudget?: number;
+  /**
+   * Text written before the forced end tag when the budget runs out, for a request that gives no
+   * `reasoning_budget_message` (llama-server's --reasoning-budget-message; at most 4096 bytes).
+   * Default: none.
+   */
+  reasoningBudgetMessage?: string;
   /** fastify's logger option (true, or pino options). Default false (silent). */
   logger?: FastifyServerOptions['logger'];
   /** On close(), how long a running generation may finish before it is aborted, in ms. Default 5000. */
@@ -89,6 +104,10 @@ export interface ResolvedServerOptions {
   aliases: string[];
   /** Normalized origins ('*' = any); empty = CORS off. */
   cors: string[];
+  /** -1 = the engine's default. */
+  reasoningBudget: number;
+  /** '' = none. */
+  reasoningBudgetMessage: string;
   logger: FastifyServerOptions['logger'];
   shutdownGraceMs: number;
 }
@@ -120,6 +139,8 @@ export function normalizeOrigin(s: string): string | null {
   return url.origin;
 }
 const POS_INT = 'must be a positive integer';
+const BUDGET = `must be an integer from -1 (unlimited) to ${optionMax('reasoningBudget')} (0 = no reasoning)`;
+const BUDGET_MESSAGE = `must be a string of at most ${MAX_REASONING_BUDGET_MESSAGE_BYTES} bytes (UTF-8)`;
 const schema = z.object({
   model: z.string('must be a path to a GGUF file').min(1, 'must be a path to a GGUF file'),
   load: z.object({}, 'must be an object of load options').loose().optional(),
@@ -137,6 +158,11 @@ const schema = z.object({
   modelId: z.string('must be a non-empty string').min(1, 'must be a non-empty string').optional(),
   aliases: z.array(z.string('must be non-empty names').min(1, 'must be non-empty names'), 'must be an array of names').optional(),
   cors: z.array(z.string(ORIGIN).refine((s) => normalizeOrigin(s) !== null, ORIGIN), 'must be an array of origins').optional(),
+  reasoningBudget: z.number(BUDGET).int(BUDGET).min(-1, BUDGET).max(optionMax('reasoningBudget'), BUDGET).optional(),
+  reasoningBudgetMessage: z
+    .string(BUDGET_MESSAGE)
+    .refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_REASONING_BUDGET_MESSAGE_BYTES, BUDGET_MESSAGE)
+    .optional(),
   logger: z.unknown().optional(),
   onWarning: z.custom<(line: string) => void>((v) => typeof v === 'function', { error: 'must be a function' }).optional(),
   shutdownGraceMs: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).optional(),
@@ -170,6 +196,8 @@ export function resolveServerOptions(input: ServerOptions): ResolvedServerOption
     modelId: o.modelId ?? defaultModelId(o.model),
     aliases: [...new Set(o.aliases ?? [])],
     cors: [...new Set((o.cors ?? []).map((c) => normalizeOrigin(c) ?? c))],
+    reasoningBudget: o.reasoningBudget ?? -1,
+    reasoningBudgetMessage: o.reasoningBudgetMessage ?? '',
     logger: input.logger ?? false,
     shutdownGraceMs: o.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
   };

@@ -3,7 +3,7 @@
 // `response_format`, and the two kinds of field this server does not act on: `unsupported(...)`
 // (refused with 400 unless at its off value) and `ignored(...)` (accepted without effect).
 import { z } from 'zod';
-import { optionMax } from './limits.js';
+import { MAX_REASONING_BUDGET_MESSAGE_BYTES, optionMax } from './limits.js';
 
 export const NULLABLE = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
@@ -31,9 +31,9 @@ export const ignored = <T extends z.ZodType>(t: T) => NULLABLE(t);
 
 // Counts the native core takes up to 2^24: a larger one is refused here, naming the field.
 /** An integer field from `min` to its option's largest value (the option table's range). */
-function intField(option: 'maxTokens' | 'topK' | 'repeatLastN', min: number, minText = String(min)) {
+function intField(option: 'maxTokens' | 'topK' | 'repeatLastN' | 'reasoningBudget', min: number, minText = String(min), after = '') {
   const max = optionMax(option);
-  const message = `must be an integer from ${minText} to ${max}`;
+  const message = `must be an integer from ${minText} to ${max}${after}`;
   return NULLABLE(z.number(message).int(message).min(min, message).max(max, message));
 }
 
@@ -237,6 +237,15 @@ export const responseFormat = NULLABLE(
 const KWARGS = 'must be an object; only enable_thinking (true or false) is supported';
 /** llama-server's `chat_template_kwargs`; this server knows `enable_thinking` only. */
 export const chatTemplateKwargs = NULLABLE(z.strictObject({ enable_thinking: NULLABLE(z.boolean(BOOL)) }, KWARGS));
+/**
+ * llama-server's `reasoning_budget_tokens` (and its alias `thinking_budget_tokens`): tokens the
+ * template's reasoning block may take before its end tag is forced; 0 = no reasoning, -1 = the
+ * server's default (request.ts).
+ */
+export const reasoningBudget = intField('reasoningBudget', -1, "-1 (the server's default)", ' (0 = no reasoning)');
+const BUDGET_MESSAGE = `must be a string of at most ${MAX_REASONING_BUDGET_MESSAGE_BYTES} bytes (UTF-8)`;
+/** llama-server's `reasoning_budget_message`: text written before the forced end tag when the budget runs out. */
+export const reasoningBudgetMessage = NULLABLE(z.string(BUDGET_MESSAGE).refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_REASONING_BUDGET_MESSAGE_BYTES, BUDGET_MESSAGE));
 const EFFORT = "only 'none' is supported (it turns the model's reasoning off); omit it to let the model reason";
 /** OpenAI's `reasoning_effort`: 'none' = thinking off, as llama-server; levels are not modelled. */
 export const reasoningEffort = NULLABLE(z.literal('none', EFFORT));

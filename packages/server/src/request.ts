@@ -51,7 +51,7 @@ export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpe
   }
   checkInput(core, texts, 'messages');
   const generate = generateOptions(core, b, b.max_completion_tokens ?? b.max_tokens ?? null);
-  Object.assign(generate, chatOptions(b));
+  Object.assign(generate, chatOptions(b), reasoningBudgetOptions(core, b));
   return {
     endpoint: '/v1/chat/completions',
     input: messages,
@@ -86,6 +86,23 @@ function chatOptions(b: ChatCompletionBody): Partial<GenerateOptions> {
   const kwarg = b.chat_template_kwargs?.enable_thinking;
   if (kwarg !== undefined && kwarg !== null) out.think = kwarg;
   if (b.reasoning_effort === 'none') out.think = false;
+  return out;
+}
+
+/**
+ * The reasoning budget, as llama-server reads it: `reasoning_budget_tokens` (else its alias
+ * `thinking_budget_tokens`); absent, null or -1 is the server's `reasoningBudget` (default -1: the
+ * engine's, unlimited except that a forced tool call or JSON schema bounds it to half of
+ * max_tokens). `reasoning_budget_message` (else the server's) is written before the forced end
+ * tag; '' = none.
+ */
+export function reasoningBudgetOptions(core: Pick<ServerCore, 'opts'>, b: Pick<ChatCompletionBody, 'reasoning_budget_tokens' | 'thinking_budget_tokens' | 'reasoning_budget_message'>): Partial<GenerateOptions> {
+  const out: Partial<GenerateOptions> = {};
+  const asked = b.reasoning_budget_tokens ?? b.thinking_budget_tokens ?? -1;
+  const budget = asked === -1 ? core.opts.reasoningBudget : asked;
+  if (budget !== -1) out.reasoningBudget = budget;
+  const message = b.reasoning_budget_message ?? core.opts.reasoningBudgetMessage;
+  if (message) out.reasoningBudgetMessage = message;
   return out;
 }
 

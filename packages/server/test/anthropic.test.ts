@@ -4,8 +4,12 @@
 // tool_result turns, tool_choice, stop sequences, thinking on/off, counts that match the usage,
 // Anthropic's error shape, the key in x-api-key, and an aborted stream. The cases of llama.cpp's
 // tools/server/tests/unit/test_compat_anthropic.py that apply to a server without vision.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { makeModel } from '@bmoe/gguf';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeBillingHeader } from '../src/anthropic/request.js';
 import { THREADS, gptOssFixture, native, postJson, sample, scrape, serverForSuite, waitFor } from './helpers.js';
 
@@ -183,22 +187,25 @@ describe.skipIf(!native)('Anthropic Messages API with @anthropic-ai/sdk (tiny qw
 
   it('output_config.format constrains the answer to its JSON schema; adaptive thinking and the cache and routing hints are accepted', async () => {
     const schema = { type: 'object', properties: { ok: { type: 'boolean' }, size: { enum: ['s', 'm', 'l'] } }, required: ['ok', 'size'], additionalProperties: false };
-    const r = await client.messages.create({
-      model: 'm',
-      max_tokens: 200,
-      temperature: 0,
-      messages: user('Answer in JSON'),
-      // Reasoning off: with it on, the grammar lets free thinking come first, which random weights may not end.
-      thinking: { type: 'disabled' },
-      output_config: { format: { type: 'json_schema', schema }, effort: 'low' },
-      cache_control: { type: 'ephemeral' },
-      service_tier: 'auto',
-      inference_geo: 'us',
-    });
-    expect(r.stop_reason).toBe('end_turn');
-    const v = JSON.parse(textOf(r)) as { ok: unknown; size: unknown };
-    expect(typeof v.ok).toBe('boolean');
-    expect(['s', 'm', 'l']).toContain(v.size);
+    // Reasoning off and on: a forced answer's reasoning is bounded to half of max_tokens, and the
+    // object closed within them, whatever the weights.
+    for (const thinking of [{ type: 'disabled' }, { type: 'enabled', budget_tokens: 1024 }] as const) {
+      const r = await client.messages.create({
+        model: 'm',
+        max_tokens: 200,
+        temperature: 0,
+        messages: user('Answer in JSON'),
+        thinking,
+        output_config: { format: { type: 'json_schema', schema }, effort: 'low' },
+        cache_control: { type: 'ephemeral' },
+        service_tier: 'auto',
+        inference_geo: 'us',
+      });
+      expect(r.stop_reason, thinking.type).toBe('end_turn');
+      const v = JSON.parse(textOf(r)) as { ok: unknown; size: unknown };
+      expect(typeof v.ok).toBe('boolean');
+      expect(['s', 'm', 'l']).toContain(v.size);
+    }
     // Adaptive thinking leaves the template's default (as no thinking field does).
     const count = (thinking?: Anthropic.ThinkingConfigParam) => client.messages.countTokens({ model: 'm', messages: user('Hi'), ...(thinking ? { thinking } : {}) }).then((c) => c.input_tokens);
     expect(await count({ type: 'adaptive' })).toBe(await count());
@@ -285,12 +292,12 @@ describe.skipIf(!native)('Anthropic tool use with @anthropic-ai/sdk (tiny gpt-os
   beforeAll(() => {
     client = clientOf(s.url, { apiKey: 'unused' });
   });
-  /** Room for an analysis message the grammar allows before the call. */
+  /** Room for the analysis (a forced call's takes at most half of max_tokens) and the call. */
   const MAX = 600;
 
   it("tool_choice any: the answer is a tool_use block (id, listed name, parsed input), stop_reason tool_use; the stream's blocks are the body's", async () => {
-    // Greedy answers whose analysis ends soon (as the chat tests pick them).
-    for (const city of ['Oslo', 'Lima']) {
+    // Greedy, so the stream can be compared; Paris's analysis runs long, and is bounded.
+    for (const city of ['Paris', 'Oslo', 'Lima']) {
       const params: Params = { model: 'm', max_tokens: MAX, temperature: 0, tools: TOOLS, tool_choice: { type: 'any', disable_parallel_tool_use: true }, messages: user(`What is the weather in ${city}?`) };
       await sameStart(client);
       const r = await client.messages.create(params);
@@ -310,6 +317,21 @@ describe.skipIf(!native)('Anthropic tool use with @anthropic-ai/sdk (tiny gpt-os
       // The same blocks (each call has its own id).
       const shape = (m: Anthropic.Message) => m.content.map((b) => (b.type === 'tool_use' ? { type: b.type, name: b.name, input: b.input } : b));
       expect(shape(final)).toEqual(shape(r));
+    }
+  });
+
+  // Anthropic's API has no seed: each of these is sampled with its own random one.
+  it('tool_choice any, sampled five times at temperature 1: a tool_use block every time', async () => {
+    for (let i = 0; i < 5; i++) {
+      const r = await client.messages.create({ model: 'm', max_tokens: 256, temperature: 1, tools: TOOLS, tool_choice: { type: 'any' }, messages: user('What is the weather in Paris?') });
+      expect(r.stop_reason, JSON.stringify(r.content)).toBe('tool_use');
+      const uses = r.content.filter((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
+      expect(uses.length).toBeGreaterThan(0);
+      for (const u of uses) {
+        expect(TOOLS.map((t) => t.name)).toContain(u.name);
+        expect(u.input).toBeTypeOf('object');
+      }
+      expect(r.content.some((b) => b.type === 'text')).toBe(false);
     }
   });
 
@@ -333,5 +355,44 @@ describe.skipIf(!native)('Anthropic tool use with @anthropic-ai/sdk (tiny gpt-os
     expect(['end_turn', 'max_tokens']).toContain(next.stop_reason);
     expect(next.content.some((b) => b.type === 'tool_use')).toBe(false);
     expect(next.usage.input_tokens + (next.usage.cache_read_input_tokens ?? 0)).toBe((await client.messages.countTokens({ model: 'm', tools: TOOLS, tool_choice: { type: 'none' }, messages: history })).input_tokens);
+  });
+});
+
+// mini-qwen35moe's template opens the <think> block in the prompt, so its reasoning is counted from
+// the first token whatever the weights write (a model that opens the block itself may spell its tag
+// in plain tokens, which the budget does not see: forced-answers.test.ts).
+describe.skipIf(!native)('Anthropic thinking budget_tokens with @anthropic-ai/sdk (mini-qwen35moe)', () => {
+  const dir = native ? mkdtempSync(join(tmpdir(), 'bmoe-anthropic-')) : '';
+  const path = join(dir, 'mini-qwen35moe.gguf');
+  beforeAll(async () => {
+    await makeModel({ preset: 'mini-qwen35moe', out: path });
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const s = serverForSuite({ model: path, load: { threads: THREADS } });
+  let client: Anthropic;
+  beforeAll(() => {
+    client = clientOf(s.url, { apiKey: 'unused' });
+  });
+  const ask = (budget_tokens: number, temperature: number) =>
+    client.messages.create({ model: 'm', max_tokens: 256, temperature, thinking: { type: 'enabled', budget_tokens }, tools: TOOLS, tool_choice: { type: 'any' }, messages: user('What is the weather in Paris?') });
+  const thoughtOf = (m: Anthropic.Message): string | null => {
+    const b = m.content.find((x): x is Anthropic.ThinkingBlock => x.type === 'thinking');
+    return b ? b.thinking : null;
+  };
+
+  it('budget_tokens 0: no thinking block, greedy or sampled; 8: a thinking block of about 8 tokens; a large one lets it think', async () => {
+    // Greedy, this model thinks until the call must come.
+    const free = await ask(1024, 0);
+    expect(free.stop_reason).toBe('tool_use');
+    expect((thoughtOf(free) ?? '').length).toBeGreaterThan(0);
+    for (const temperature of [0, 1, 1, 1]) {
+      const none = await ask(0, temperature);
+      expect(none.stop_reason).toBe('tool_use');
+      expect(none.content.map((b) => b.type), `temperature ${temperature}`).not.toContain('thinking');
+    }
+    const short = thoughtOf(await ask(8, 0));
+    expect(short).not.toBeNull();
+    // Counted again with the model's tokenizer: a token or two of slack for merges the sampled tokens did not make.
+    expect(s.server.model!.tokenize(short!, { addSpecial: false }).length).toBeLessThanOrEqual(10);
   });
 });

@@ -47,6 +47,7 @@ describe.skipIf(!native)('bmoe serve', () => {
     const { ready, exit } = serve([
       '--moe-stream', '--cache-mb', '4', '--model-id', 'tiny', '--allowed-hosts', 'phone.lan',
       '--alias', 'small, qwen', '--alias', 'other', '--cors', 'http://app.example,https://b.example', '--cors', 'http://c.example:3000',
+      '--reasoning-budget', '0', '--reasoning-budget-message', 'Enough.',
     ]);
     const { url, child } = await ready;
     expect(await statusAs(url, '/health', 'phone.lan:8080')).toBe(200);
@@ -60,6 +61,12 @@ describe.skipIf(!native)('bmoe serve', () => {
     }
     const hello = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, temperature: 0 });
     expect(hello.usage?.completion_tokens).toBe(4);
+    // This request reasons for some 130 tokens on its own (seed 1); --reasoning-budget 0 ends the
+    // block at once, after the --reasoning-budget-message.
+    const weather = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+    const call = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'What is the weather in Paris?' }], tools: [weather], tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 256 });
+    expect(call.choices[0]?.finish_reason).toBe('tool_calls');
+    expect((call.choices[0]?.message as { reasoning_content?: string }).reasoning_content).toBe('Enough.');
 
     const stream = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16, temperature: 0, stream: true });
     const it = stream[Symbol.asyncIterator]();
@@ -102,7 +109,7 @@ describe('bmoe serve usage', () => {
   it('--help documents the server flags and the model/streaming flags of run', async () => {
     const r = await runCli(['serve', '--help']);
     expect(r.code).toBe(0);
-    for (const flag of ['--host', '--allowed-hosts', '--port', '--api-key', '--max-queue', '--model-id', '--alias', '--cors', '--threads', '--ctx-size', '--moe-stream', '--cache-mb', '--io-threads', '--overlap', '--no-overlap', '--prefetch', '--route-ahead', '--no-route-ahead', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
+    for (const flag of ['--host', '--allowed-hosts', '--port', '--api-key', '--max-queue', '--model-id', '--alias', '--cors', '--reasoning-budget', '--reasoning-budget-message', '--threads', '--ctx-size', '--moe-stream', '--cache-mb', '--io-threads', '--overlap', '--no-overlap', '--prefetch', '--route-ahead', '--no-route-ahead', '--n-expert-used', '--no-odirect', '--dense-weights', '--force-cache']) {
       expect(r.stdout).toContain(flag);
     }
   });
@@ -114,10 +121,18 @@ describe('bmoe serve usage', () => {
     [['serve'], /missing required argument 'model'/],
     [['serve', 'm.gguf', '--cors', 'app.example'], /'app\.example' is not an origin/],
     [['serve', 'm.gguf', '--cors', 'https://app.example/page'], /is not an origin: give scheme:\/\/host\[:port\]/],
+    [['serve', 'm.gguf', '--reasoning-budget', '-2'], /--reasoning-budget <N>' argument '-2' is invalid\. must be an integer from -1 to 16777216/],
   ])('usage error %j exits 2 with one line', async (args, message) => {
     const r = await runCli(args);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('a --reasoning-budget-message over 4096 bytes (2049 × é) exits 2 with one line', async () => {
+    const r = await runCli(['serve', 'm.gguf', '--reasoning-budget-message', 'é'.repeat(2049)]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--reasoning-budget-message <MSG>' argument .* is invalid\. must be at most 4096 bytes \(UTF-8\)$/m);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 });

@@ -8,7 +8,7 @@ import type { CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
 import { formatBytes, warnStream } from '../format.js';
 import type { ChosenSettings, LoadOptions } from '@bmoe/engine';
-import { addContextOptions, addStreamingOptions, loadOptions, modelCommand, settingsLine, type ModelFlags } from '../model-options.js';
+import { addContextOptions, addStreamingOptions, loadOptions, modelCommand, settingsLine, tableOption, type ModelFlags } from '../model-options.js';
 import { intRange, nonNegativeInt } from '../parse.js';
 import { optionRow } from '@bmoe/engine/options';
 
@@ -24,6 +24,8 @@ interface ServeFlags extends ModelFlags {
   modelId?: string;
   alias?: string[];
   cors?: string[];
+  reasoningBudget?: number;
+  reasoningBudgetMessage?: string;
 }
 
 /** `a.lan, b.lan` → ['a.lan', 'b.lan']. */
@@ -46,6 +48,14 @@ function addOrigins(value: string, previous: string[] | undefined): string[] {
     if (o !== '*' && !/^https?:\/\/[^/?#@\s]+\/?$/i.test(o)) throw new InvalidArgumentError(`'${o}' is not an origin: give scheme://host[:port] (https://app.example, http://localhost:5173) or '*'`);
   }
   return [...(previous ?? []), ...list];
+}
+
+/** The longest --reasoning-budget-message, in UTF-8 bytes (the server's and the native core's limit). */
+const MAX_BUDGET_MESSAGE_BYTES = 4096;
+
+function budgetMessage(value: string): string {
+  if (Buffer.byteLength(value, 'utf8') > MAX_BUDGET_MESSAGE_BYTES) throw new InvalidArgumentError(`must be at most ${MAX_BUDGET_MESSAGE_BYTES} bytes (UTF-8)`);
+  return value;
 }
 
 /** How long after the server's shutdown grace a stop may still run before `bmoe serve` ends itself. */
@@ -90,6 +100,18 @@ function serveCommand(program: Command): Command {
     .option('--model-id <name>', "the model's name in /v1/models and in answers (default: the file name without .gguf); requests may name any model")
     .option('--alias <names>', 'more names /v1/models lists for the model (comma-separated, repeatable), as llama-server --alias', addList)
     .option('--cors <origins>', "web origins whose pages may call the server (https://app.example, http://localhost:5173; comma-separated, repeatable; '*' = any): CORS headers and preflight for those only (default: none)", addOrigins)
+    // The engine's flags (their spelling and range, -1 to 2^24), as the server's defaults for requests.
+    .addOption(
+      tableOption('reasoningBudget', {
+        help: "tokens the template's reasoning may take before its end is forced, for a request that sends no reasoning_budget_tokens (llama-server --reasoning-budget); 0 = none, -1 = unlimited, except that a forced tool call or JSON schema bounds it to half of max_tokens",
+        defaultText: '-1',
+      }),
+    )
+    .addOption(
+      tableOption('reasoningBudgetMessage', {
+        help: 'text written before the forced end of the reasoning when the budget runs out, for a request that sends no reasoning_budget_message (llama-server --reasoning-budget-message)',
+      }).argParser(budgetMessage),
+    )
     .addHelpText('after', SHUTDOWN_HELP);
 }
 
@@ -119,6 +141,8 @@ export function registerServe(program: Command, ctx: CliContext): void {
       modelId: flags.modelId,
       aliases: flags.alias,
       cors: flags.cors,
+      reasoningBudget: flags.reasoningBudget,
+      reasoningBudgetMessage: flags.reasoningBudgetMessage,
     });
 
     let stopping: Promise<void> | null = null;

@@ -6,7 +6,8 @@
 // tool_use blocks become tool_calls (input as JSON text), tool_result blocks become tool messages
 // (a block list's text joined); a message left with nothing is dropped; tools become function
 // tools (input_schema their parameters); tool_choice auto/any → 'auto'/'required';
-// stop_sequences → stop; thinking enabled/disabled → the template's reasoning on/off. Beyond
+// stop_sequences → stop; thinking enabled/disabled → the template's reasoning on/off, enabled's
+// budget_tokens the reasoning budget (thinking_budget_tokens). Beyond
 // llama.cpp: output_config.format (a JSON schema) is chat's response_format json_schema.
 // Where this differs from llama.cpp: tool messages come before the text of the user message that
 // carries them (Anthropic puts tool_result blocks first; llama.cpp emitted the text first), a
@@ -97,6 +98,8 @@ function promptFields(b: MessagesBody | CountTokensBody): Pick<ChatCompletionBod
 /** The chat completion body a Messages request stands for. */
 export function toChatBody(b: MessagesBody): ChatCompletionBody {
   const out: ChatCompletionBody = { ...promptFields(b), max_tokens: b.max_tokens, stream: b.stream };
+  // As llama-server: enabled thinking's budget_tokens is the reasoning budget (0 = none).
+  if (b.thinking?.type === 'enabled') out.reasoning_budget_tokens = b.thinking.budget_tokens;
   if (b.stop_sequences?.length) out.stop = b.stop_sequences;
   if (b.temperature !== undefined && b.temperature !== null) out.temperature = b.temperature;
   if (b.top_p !== undefined && b.top_p !== null) out.top_p = b.top_p;

@@ -5,6 +5,7 @@
 // (tools/server/server-chat.cpp) converts: text, thinking, tool_use, tool_result; images are
 // refused (no vision projector support yet), where llama-server answers a 500 without one.
 import { z } from 'zod';
+import { optionMax } from '../limits.js';
 import { MAX_STOP_CHARS, MAX_TOOLS } from '../schemas.js';
 import { NULLABLE, UNSUPPORTED, bool, ignored, maxTokens, model, namedToolList, topK, topP, unsupported } from '../request-fields.js';
 
@@ -117,13 +118,15 @@ const toolChoice = NULLABLE(
   ),
 );
 
-const BUDGET = 'must be an integer of at least 1 (accepted; the template has no reasoning budget)';
+const BUDGET = `must be an integer from 0 (no reasoning) to ${optionMax('reasoningBudget')}`;
 const THINKING = "must be { type: 'enabled', budget_tokens }, { type: 'disabled' }, { type: 'adaptive' } or { type: 'between_tools' }";
 const thinking = NULLABLE(
   z.discriminatedUnion(
     'type',
     [
-      z.strictObject({ type: z.literal('enabled'), budget_tokens: z.number(BUDGET).int(BUDGET).min(1, BUDGET), display: ignored(str) }),
+      // budget_tokens is the reasoning budget (llama-server's thinking_budget_tokens); Anthropic's own
+      // minimum of 1024 is not imposed: 0 turns the reasoning off, as a budget of 0 does on the chat path.
+      z.strictObject({ type: z.literal('enabled'), budget_tokens: z.number(BUDGET).int(BUDGET).min(0, BUDGET).max(optionMax('reasoningBudget'), BUDGET), display: ignored(str) }),
       z.strictObject({ type: z.literal('disabled') }),
       // The model decides when to think: the template's default (its reasoning on where it has one).
       z.strictObject({ type: z.literal('adaptive'), display: ignored(str) }),
