@@ -14,6 +14,8 @@ export const NATIVE_PARAMS = {
     nUbatch: { type: 'uint32', default: 512, min: 1, max: 65536 },
     threads: { type: 'int32', default: 4, min: 1, max: 1024 },
     nSeq: { type: 'uint32', default: 1, min: 1, max: 64 },
+    embeddings: { type: 'bool', default: false },
+    pooling: { type: 'enum', values: ['model', 'mean', 'cls', 'last'], default: 'model' },
   },
   sampling: {
     temperature: { type: 'real', default: 0 },
@@ -81,6 +83,16 @@ export interface NativeContextParams {
    * different sequences are decoded together, one llama_batch per step. Default 1.
    */
   nSeq?: number;
+  /**
+   * An embedding context: embed() pools each input's last hidden states into one vector
+   * (llama.cpp's embeddings mode); it does not generate. Default false.
+   */
+  embeddings?: boolean;
+  /**
+   * How an embedding context pools an input's token states (llama-server --pooling); 'model' = the
+   * GGUF's own, refused when that is none. Default 'model'.
+   */
+  pooling?: 'model' | 'mean' | 'cls' | 'last';
 }
 
 /** The option table's sampling rows (`sampling.*` native keys). */

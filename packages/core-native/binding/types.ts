@@ -161,6 +161,12 @@ export interface NativeContext {
   /** On sequence `req.seq` (default 0); rejects at once when that sequence already generates. */
   generate(req: NativeGenerateRequest, onToken: (ev: NativeTokenEvent) => void): Promise<NativeGenerateResult>;
   /**
+   * An embedding context's (createContext({ embeddings: true })) pooled, L2-normalized vector of
+   * each input, as llama-server's /v1/embeddings; an input takes at most nBatch tokens. The wasm
+   * build rejects.
+   */
+  embed(inputs: Int32Array[]): Promise<Float32Array[]>;
+  /**
    * Stops the generation on `seq` (every sequence's when absent) at the next token boundary, or
    * inside the current decode when every generation in it is aborted.
    */

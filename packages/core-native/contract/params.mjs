@@ -26,6 +26,8 @@ export const PARAMS = {
       { key: 'nUbatch', cpp: 'n_ubatch', type: 'uint32', default: 512, min: 1, max: 2 ** 16, required: true, doc: 'Physical micro-batch.' },
       { key: 'threads', cpp: 'threads', type: 'int32', default: 4, min: 1, max: 1024, required: true, doc: 'Compute threads.' },
       { key: 'nSeq', cpp: 'n_seq', type: 'uint32', default: 1, min: 1, max: 64, doc: 'Sequences (slots) the context holds, each with its own nCtx tokens of KV cache; generations on different sequences are decoded together, one llama_batch per step.' },
+      { key: 'embeddings', cpp: 'embeddings', type: 'bool', default: false, doc: "An embedding context: embed() pools each input's last hidden states into one vector (llama.cpp's embeddings mode); it does not generate." },
+      { key: 'pooling', cpp: 'pooling', type: 'enum', values: ['model', 'mean', 'cls', 'last'], default: 'model', doc: "How an embedding context pools an input's token states (llama-server --pooling); 'model' = the GGUF's own, refused when that is none." },
     ],
   },
   sampling: {

@@ -62,6 +62,7 @@ add_library(bmoe_runtime STATIC
     src/runtime/sampler_common.cpp
     src/runtime/answer_close.cpp
     src/runtime/token_probs.cpp
+    src/runtime/embed.cpp
     src/runtime/chat_plan.cpp
     src/runtime/model_state.cpp
     src/runtime/chat_format.cpp
@@ -93,6 +94,7 @@ add_library(bmoe SHARED
     src/addon/model_wrap.cpp
     src/addon/model_chat.cpp
     src/addon/context_wrap.cpp
+    src/addon/context_embed.cpp
     ${CMAKE_JS_SRC})
 set_target_properties(bmoe PROPERTIES PREFIX "" SUFFIX ".node" CXX_VISIBILITY_PRESET hidden)
 target_include_directories(bmoe PRIVATE ${CMAKE_JS_INC} ${BMOE_NAPI_INC})

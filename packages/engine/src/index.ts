@@ -1,6 +1,6 @@
 // @bmoe/engine: load a GGUF MoE model, open sessions, stream tokens with per-token metrics.
 // The metrics schema is re-exported here and also available alone as `@bmoe/engine/metrics`.
-export { loadModel, type Model, type ModelInfo, type TokenizeOptions } from './model.js';
+export { loadModel, type EmbedOptions, type Embeddings, type Model, type ModelInfo, type Pooling, type TokenizeOptions } from './model.js';
 export type { Session } from './session.js';
 export type {
   AssistantMessage,

@@ -1,6 +1,6 @@
 // loadModel: validate options, validate the file in JS (bad files never reach C++), then load it
 // natively. A Model hands out Sessions and closes them with itself.
-import type { NativeModel, NativeModelInfo, NativeStreamInfo } from '@bmoe/core-native';
+import type { NativeContext, NativeModel, NativeModelInfo, NativeStreamInfo } from '@bmoe/core-native';
 import { NATIVE_PARAMS } from '@bmoe/core-native/contract';
 import { GgufValueType, type GgufFile } from '@bmoe/gguf';
 import { basename } from 'node:path';
@@ -51,6 +51,24 @@ export interface TokenizeOptions {
   parseSpecial?: boolean;
 }
 
+/** How `Model.embed` pools an input (llama-server's `--pooling`). */
+export type Pooling = 'model' | 'mean' | 'cls' | 'last';
+
+export interface EmbedOptions {
+  /**
+   * How an input's token states become one vector: 'mean', 'cls', 'last', or 'model' (the GGUF's
+   * own; a generative model's is none, which is refused). Default 'model', as llama.cpp.
+   */
+  pooling?: Pooling;
+}
+
+export interface Embeddings {
+  /** One L2-normalized vector per input, in order (llama-server's /v1/embeddings, embd_normalize 2). */
+  embeddings: Float32Array[];
+  /** Tokens of all inputs. */
+  promptTokens: number;
+}
+
 export interface Model {
   readonly info: ModelInfo;
   /** The model's tokens of `text` (its vocabulary ids), as a raw prompt is tokenized by default. Throws 'E_CLOSED'. */
@@ -81,6 +99,15 @@ export interface Model {
    * each session's with `session.load`). The wasm32 build holds one sequence per context.
    */
   createSessions(count: number, options?: Omit<SessionOptions, 'state'>): Session[];
+  /**
+   * Embeddings of texts (tokenized as a raw prompt, BOS included) or token arrays: each input's
+   * last hidden states pooled and L2-normalized, as llama.cpp's llama-embedding and llama-server
+   * give them, resident or streamed alike. An input takes at most `ubatchSize` tokens (pooling
+   * needs it in one micro-batch). Runs in an embedding context of its own, made on first use.
+   * Rejects with 'E_OPTION' (an empty or too long input, a pooling the model cannot do) or
+   * 'E_UNSUPPORTED' (the wasm32 build).
+   */
+  embed(input: string | readonly (string | readonly number[])[], options?: EmbedOptions): Promise<Embeddings>;
   /**
    * null while the model file is as it was loaded; else one line saying how it changed (truncated,
    * rewritten, removed). A changed file cannot crash the process (a read past a truncated end
@@ -198,12 +225,16 @@ function checkStreamable(shape: ModelHeaderInfo, opts: ResolvedLoadOptions): voi
   if (!opts.useMmap) throw optionError`${opt('stream.moeStream')} requires ${opt('useMmap', true)} (experts are rebound inside the mapping)`;
 }
 
+const POOLINGS: readonly Pooling[] = NATIVE_PARAMS.context.pooling.values;
+
 /** Sessions one context holds at most (the contract's nSeq maximum). */
 const MAX_SEQUENCES = NATIVE_PARAMS.context.nSeq.max;
 
 class ModelImpl implements Model {
   private readonly sessions = new Set<SessionImpl>();
   private closed = false;
+  /** Embedding contexts, one per pooling asked for, made on first use. */
+  private readonly embedders = new Map<Pooling, NativeContext>();
 
   constructor(
     private readonly native: NativeModel,
@@ -299,6 +330,47 @@ class ModelImpl implements Model {
     });
   }
 
+  async embed(input: string | readonly (string | readonly number[])[], options: EmbedOptions = {}): Promise<Embeddings> {
+    this.ensureOpen();
+    const pooling = options.pooling ?? 'model';
+    if (!POOLINGS.includes(pooling)) throw new BmoeError('E_OPTION', `pooling must be ${POOLINGS.map((p) => `'${p}'`).join(', ')}, got ${show(pooling)}`);
+    const inputs = typeof input === 'string' ? [input] : Array.isArray(input) ? input : null;
+    if (!inputs || inputs.length === 0) throw new BmoeError('E_OPTION', 'input must be a string or a non-empty array of strings or token arrays');
+    const tokens = inputs.map((x, i) => {
+      const ids = typeof x === 'string' ? this.tokenize(x) : Array.isArray(x) ? (x as number[]) : null;
+      if (!ids) throw new BmoeError('E_OPTION', `input[${i}] must be a string or an array of token ids`);
+      const bad = ids.findIndex((t) => !Number.isInteger(t) || t < 0 || t >= this.nVocab);
+      if (bad >= 0) throw new BmoeError('E_OPTION', `input[${i}][${bad}] must be a token id from 0 to ${this.nVocab - 1}, got ${show(ids[bad])}`);
+      if (ids.length === 0) throw new BmoeError('E_OPTION', `input[${i}] is empty (0 tokens)`);
+      return Int32Array.from(ids);
+    });
+    const context = this.embedder(pooling);
+    try {
+      const embeddings = await context.embed(tokens);
+      return { embeddings, promptTokens: tokens.reduce((n, t) => n + t.length, 0) };
+    } catch (err) {
+      const message = messageOf(err);
+      if (/need the native addon/.test(message)) throw new BmoeError('E_UNSUPPORTED', message, { cause: err });
+      throw new BmoeError(/^an input/.test(message) ? 'E_OPTION' : 'E_GENERATE', message, { cause: err });
+    }
+  }
+
+  private embedder(pooling: Pooling): NativeContext {
+    const made = this.embedders.get(pooling);
+    if (made) return made;
+    const { threads, ubatchSize } = this.info.options;
+    const n = Math.max(16, ubatchSize);
+    let context: NativeContext;
+    try {
+      context = this.native.createContext({ threads, nCtx: n, nBatch: n, nUbatch: n, embeddings: true, pooling });
+    } catch (err) {
+      const message = messageOf(err);
+      throw new BmoeError(message.startsWith('pooling:') ? 'E_OPTION' : 'E_MODEL', message.startsWith('pooling:') ? message : `could not create an embedding context: ${message}`, { cause: err });
+    }
+    this.embedders.set(pooling, context);
+    return context;
+  }
+
   fileStatus(): string | null {
     if (this.closed) return null;
     return this.native.fileStatus() || null;
@@ -313,6 +385,8 @@ class ModelImpl implements Model {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.sessions].map((s) => s.close()));
+    for (const c of this.embedders.values()) c.close();
+    this.embedders.clear();
     this.native.close();
   }
 

@@ -90,6 +90,10 @@ export class FakeContext implements NativeContext {
     return Promise.reject(new Error('loadState: not in the fake'));
   }
 
+  embed(): Promise<Float32Array[]> {
+    return Promise.reject(new Error('embed: the fake has no embeddings'));
+  }
+
   stateMeta(path: string): string {
     throw new Error(`${path}: not in the fake`);
   }

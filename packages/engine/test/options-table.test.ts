@@ -58,8 +58,8 @@ describe('the option table', () => {
     // Top-k travels as a kvOverrides entry (its own mechanism).
     type ModelKeys = Exclude<keyof NativeModelParams, 'path' | 'kvOverrides' | 'onProgress'> | `stream.${keyof NativeStreamParams}`;
     expectTypeOf<ModelKeys>().toEqualTypeOf<Exclude<NativeKeysOf<'model'>, `kvOverrides.${string}`>>();
-    // nSeq: the sessions of Model.createSessions, not an option.
-    expectTypeOf<NativeKeysOf<'context'>>().toEqualTypeOf<Exclude<keyof NativeContextParams, 'nSeq'>>();
+    // nSeq: the sessions of Model.createSessions, not an option; embeddings and pooling: Model.embed's context.
+    expectTypeOf<NativeKeysOf<'context'>>().toEqualTypeOf<Exclude<keyof NativeContextParams, 'nSeq' | 'embeddings' | 'pooling'>>();
     // logitBias is a list, not a row (the addon takes it; the engine does not expose it yet).
     // grammarStepMs: the sampler's time budget per step, kept at its default by the engine (tests lower it).
     // seq: the session's sequence, set by the session.

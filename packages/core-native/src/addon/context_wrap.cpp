@@ -32,6 +32,8 @@ struct seq_op {
     context_wrap *            owner = nullptr;
     std::function<double()>   work;
     double                    value = 0;
+    // The op's result as JS, when it is more than a number (built on the JS thread).
+    std::function<Napi::Value(Napi::Env)> result;
     std::string               error;
     Napi::Promise::Deferred   deferred;
     Napi::ThreadSafeFunction  tsfn;
@@ -54,6 +56,14 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     cp.n_threads       = p.threads;
     cp.n_threads_batch = p.threads;
     cp.no_perf         = true;
+    if (p.embeddings) {
+        // One input per decode, pooled within one micro-batch.
+        cp.embeddings   = true;
+        cp.n_ubatch     = cp.n_batch;
+        static const enum llama_pooling_type pooling[] = { LLAMA_POOLING_TYPE_UNSPECIFIED, LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_CLS,
+                                                      LLAMA_POOLING_TYPE_LAST };
+        cp.pooling_type = pooling[p.pooling];
+    }
     if (model->stream) {
         cp.cb_eval           = streamer::eval_callback;
         cp.cb_eval_user_data = model->stream.get();
@@ -80,6 +90,11 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
         throw Napi::Error::New(env, "could not create the compute thread pool (" + std::to_string(p.threads) + " threads)");
     }
     llama_attach_threadpool(ctx, tp, tp);
+    if (p.embeddings && llama_pooling_type(ctx) == LLAMA_POOLING_TYPE_NONE) {
+        llama_free(ctx);
+        ggml_threadpool_free(tp);
+        throw Napi::Error::New(env, "pooling: the model's own pooling is none (a vector per token); choose mean, cls or last (--pooling)");
+    }
     Napi::Object obj = constructor->New({});
     context_wrap * self = context_wrap::Unwrap(obj);
     self->model      = std::move(model);
@@ -99,6 +114,7 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
     }
     g.attach();
     self->seq_busy.assign(p.n_seq, false);
+    self->embeddings = p.embeddings;
     return obj;
 }
 
@@ -205,6 +221,7 @@ int32_t context_wrap::seq_arg(const Napi::CallbackInfo & info, size_t i, const c
 Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     if (!ctx || close_pending) throw Napi::Error::New(env, "the context is closed");
+    if (embeddings) throw Napi::Error::New(env, "generate: an embedding context does not generate (createContext without embeddings)");
     Napi::Object r = arg_object(info, 0, "generate(request, onToken)");
     if (info.Length() < 2 || !info[1].IsFunction()) {
         throw Napi::TypeError::New(env, "generate(request, onToken): onToken must be a function");
@@ -272,7 +289,7 @@ void context_wrap::finish_op(Napi::Env env, seq_op * op) {
     Napi::HandleScope scope(env);
     ops_pending--;
     if (op->error.empty()) {
-        op->deferred.Resolve(Napi::Number::New(env, op->value));
+        op->deferred.Resolve(op->result ? op->result(env) : Napi::Number::New(env, op->value));
     } else {
         op->deferred.Reject(Napi::Error::New(env, op->error).Value());
     }
@@ -281,10 +298,11 @@ void context_wrap::finish_op(Napi::Env env, seq_op * op) {
     Unref();
 }
 
-Napi::Value context_wrap::queue_op(Napi::Env env, std::function<double()> work) {
+Napi::Value context_wrap::queue_op(Napi::Env env, std::function<double()> work, std::function<Napi::Value(Napi::Env)> result) {
     auto * op = new seq_op(env);
-    op->owner = this;
-    op->work  = std::move(work);
+    op->owner  = this;
+    op->work   = std::move(work);
+    op->result = std::move(result);
     Napi::Promise promise = op->deferred.Promise();
     op->tsfn = Napi::ThreadSafeFunction::New(
         env, Napi::Function::New(env, [](const Napi::CallbackInfo &) {}), "bmoe-seq-op", 0, 1, op,

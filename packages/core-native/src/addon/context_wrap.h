@@ -37,6 +37,7 @@ struct context_wrap : public Napi::ObjectWrap<context_wrap> {
     struct ggml_threadpool *     threadpool = nullptr;
     std::unique_ptr<generator>   gen;
     bool                         close_pending = false;
+    bool                         embeddings    = false;  // an embedding context: embed(), no generate()
 
     // JS thread only: the generations requested and not yet settled, and which sequences they hold.
     std::vector<generate_job *>  jobs;
@@ -59,6 +60,7 @@ struct context_wrap : public Napi::ObjectWrap<context_wrap> {
     Napi::Value save_state(const Napi::CallbackInfo & info);
     Napi::Value load_state(const Napi::CallbackInfo & info);
     Napi::Value state_meta(const Napi::CallbackInfo & info);
+    Napi::Value embed(const Napi::CallbackInfo & info);
 
     void free_context();
     void finish_job(Napi::Env env, generate_job * job);
@@ -70,7 +72,7 @@ struct context_wrap : public Napi::ObjectWrap<context_wrap> {
     void ensure_loop();
     void stop_loop();
     // Queues `work` for the decode thread; the promise settles with its number or its error.
-    Napi::Value queue_op(Napi::Env env, std::function<double()> work);
+    Napi::Value queue_op(Napi::Env env, std::function<double()> work, std::function<Napi::Value(Napi::Env)> result = nullptr);
     int32_t     seq_arg(const Napi::CallbackInfo & info, size_t i, const char * what, bool optional);
     struct state_args {
         int32_t     seq;

@@ -129,6 +129,8 @@ struct context_params {
     uint32_t n_ubatch = (uint32_t) contract::context::n_ubatch.def;
     int32_t  threads  = (int32_t) contract::context::threads.def;
     uint32_t n_seq    = (uint32_t) contract::context::n_seq.def;
+    bool     embeddings = contract::context::embeddings.def;
+    int      pooling    = 0;  // an index into contract::context::pooling.values
 };
 
 inline context_params read_context_params(js_reader & r, const Napi::Object & p) {
@@ -139,6 +141,8 @@ inline context_params read_context_params(js_reader & r, const Napi::Object & p)
     cp.n_ubatch = (uint32_t) r.integer(p, k::n_ubatch);
     cp.threads  = (int32_t) r.integer(p, k::threads);
     cp.n_seq    = (uint32_t) r.integer(p, k::n_seq);
+    cp.embeddings = r.boolean(p, k::embeddings);
+    cp.pooling    = r.one_of(p, k::pooling);
     return cp;
 }
 

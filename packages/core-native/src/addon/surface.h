@@ -40,6 +40,7 @@ template <class Context> void define_context_class(Napi::Env env, Napi::Object e
         Context::InstanceMethod("saveState", &Context::save_state),
         Context::InstanceMethod("loadState", &Context::load_state),
         Context::InstanceMethod("stateMeta", &Context::state_meta),
+        Context::InstanceMethod("embed", &Context::embed),
     });
     Context::constructor = new Napi::FunctionReference(Napi::Persistent(fn));
     exports.Set("Context", fn);

@@ -1,5 +1,7 @@
 #include "bmoe/runtime/generator.h"
 
+#include "bmoe/runtime/tokenize.h"
+
 #include "bmoe/sys/proc_stats.h"
 
 #ifdef BMOE_HAVE_BARRIER_SPIN
@@ -16,16 +18,6 @@ namespace bmoe {
 
 namespace {
 
-std::string token_piece(const llama_vocab * vocab, llama_token t) {
-    std::string out(32, '\0');
-    int n = llama_token_to_piece(vocab, t, out.data(), (int32_t) out.size(), 0, true);
-    if (n < 0) {
-        out.resize((size_t) -n);
-        n = llama_token_to_piece(vocab, t, out.data(), (int32_t) out.size(), 0, true);
-    }
-    out.resize(n > 0 ? (size_t) n : 0);
-    return out;
-}
 
 // Measures one llama_decode: wall time, process counters, and the observer's stream counters.
 struct decode_timer {
@@ -381,10 +373,8 @@ void generator::score_prompt(generation & g) {
         const size_t next = g.pending_at + (size_t) i + 1;  // the prompt token this position predicts
         if (next >= g.pending.size()) break;
         const float * lg = llama_get_logits_ith(ctx, g.prompt_row + i);
-        g.result.prompt_probs.push_back(token_probs_at(lg, n_vocab, g.pending[next], std::max(0, g.req.n_probs)));
-        token_probs & p = g.result.prompt_probs.back();
-        p.piece = token_piece(vocab, p.token);
-        for (auto & t : p.top) t.piece = token_piece(vocab, t.token);
+        g.result.prompt_probs.push_back(token_probs_at(vocab, lg, n_vocab, g.pending[next], std::max(0, g.req.n_probs)));
+        g.result.prompt_probs.back().piece = token_piece(vocab, g.pending[next]);
     }
 }
 
@@ -426,8 +416,7 @@ void generator::sample(generation & g, const token_metrics & step_metrics) {
     ev.piece  = ev.is_eog ? std::string() : token_piece(vocab, ev.token);
     if (g.req.n_probs >= 0) {
         ev.has_probs = true;
-        ev.probs     = token_probs_at(llama_get_logits_ith(ctx, g.logits_at), llama_vocab_n_tokens(vocab), ev.token, g.req.n_probs);
-        for (auto & t : ev.probs.top) t.piece = token_piece(vocab, t.token);
+        ev.probs     = token_probs_at(vocab, llama_get_logits_ith(ctx, g.logits_at), llama_vocab_n_tokens(vocab), ev.token, g.req.n_probs);
     }
     if (g.req.want_logits) {
         const float * lg = llama_get_logits_ith(ctx, g.logits_at);

@@ -1,11 +1,13 @@
 #include "bmoe/runtime/token_probs.h"
 
+#include "bmoe/runtime/tokenize.h"
+
 #include <algorithm>
 #include <cmath>
 
 namespace bmoe {
 
-token_probs token_probs_at(const float * logits, int32_t n_vocab, llama_token token, int32_t n_top) {
+token_probs token_probs_at(const llama_vocab * vocab, const float * logits, int32_t n_vocab, llama_token token, int32_t n_top) {
     token_probs out;
     out.token = token;
     if (n_vocab <= 0) return out;
@@ -32,7 +34,7 @@ token_probs token_probs_at(const float * logits, int32_t n_vocab, llama_token to
         }
     }
     std::sort(heap.begin(), heap.end(), better);
-    for (llama_token t : heap) out.top.push_back({ t, logits[t] - lse });
+    for (llama_token t : heap) out.top.push_back({ t, logits[t] - lse, token_piece(vocab, t) });
     return out;
 }
 

@@ -29,4 +29,15 @@ std::string detokenize_text(const llama_vocab * vocab, const llama_token * token
     return out;
 }
 
+std::string token_piece(const llama_vocab * vocab, llama_token t) {
+    std::string out(32, '\0');
+    int n = llama_token_to_piece(vocab, t, out.data(), (int32_t) out.size(), 0, true);
+    if (n < 0) {
+        out.resize((size_t) -n);
+        n = llama_token_to_piece(vocab, t, out.data(), (int32_t) out.size(), 0, true);
+    }
+    out.resize(n > 0 ? (size_t) n : 0);
+    return out;
+}
+
 }  // namespace bmoe

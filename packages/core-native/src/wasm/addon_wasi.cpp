@@ -165,6 +165,10 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
         throw_js(info.Env(), "stateMeta: KV state files need the native addon (bmoe native build)");
         return info.Env().Undefined();
     }
+    Napi::Value embed(const Napi::CallbackInfo & info) {
+        throw_js(info.Env(), "embed: embeddings need the native addon (bmoe native build)");
+        return info.Env().Undefined();
+    }
     Napi::Value close(const Napi::CallbackInfo & info) {
         free_context();
         return info.Env().Undefined();

@@ -61,6 +61,9 @@ inline constexpr int_field n_batch{ "nBatch", 512LL, 1LL, 65536LL };
 inline constexpr int_field n_ubatch{ "nUbatch", 512LL, 1LL, 65536LL };
 inline constexpr int_field threads{ "threads", 4LL, 1LL, 1024LL };
 inline constexpr int_field n_seq{ "nSeq", 1LL, 1LL, 64LL };
+inline constexpr bool_field embeddings{ "embeddings", false };
+inline constexpr const char * pooling_values[] = { "model", "mean", "cls", "last" };
+inline constexpr enum_field pooling{ "pooling", "model", pooling_values, 4 };
 }  // namespace context
 
 // NativeSamplingFields

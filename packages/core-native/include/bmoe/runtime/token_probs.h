@@ -23,7 +23,7 @@ struct token_probs {
 };
 
 // `token`'s log-probability among `n_vocab` logits, and the `n_top` most likely tokens' (ties:
-// the lower id first).
-token_probs token_probs_at(const float * logits, int32_t n_vocab, llama_token token, int32_t n_top);
+// the lower id first), their pieces filled from `vocab`.
+token_probs token_probs_at(const llama_vocab * vocab, const float * logits, int32_t n_vocab, llama_token token, int32_t n_top);
 
 }  // namespace bmoe
