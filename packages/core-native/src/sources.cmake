@@ -44,7 +44,8 @@ add_library(bmoe_policy STATIC
     src/stream/stream_config.cpp
     src/stream/route_select.cpp
     src/stream/decode_choice.cpp
-    src/compute/wait_policy.cpp)
+    src/compute/wait_policy.cpp
+    src/runtime/reasoning_budget.cpp)
 target_include_directories(bmoe_policy PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 
 # Bounds on what requests and model files bring to llama.cpp (grammars, JSON schemas, request
@@ -140,6 +141,9 @@ if (BMOE_DEV_TARGETS)
     target_include_directories(test_answer_close PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include ${BMOE_LLAMA_DIR}/src)
     target_link_libraries(test_answer_close PRIVATE llama llama-common)
     add_test(NAME answer_close COMMAND test_answer_close)
-    add_custom_target(bmoe_tests ALL DEPENDS test_answer_close test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice test_wait_policy
+    add_executable(test_reasoning_budget test/cpp/test_reasoning_budget.cpp)
+    target_link_libraries(test_reasoning_budget PRIVATE bmoe_policy)
+    add_test(NAME reasoning_budget COMMAND test_reasoning_budget)
+    add_custom_target(bmoe_tests ALL DEPENDS test_reasoning_budget test_answer_close test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice test_wait_policy
                                              test_grammar_limits test_schema_limits)
 endif()

@@ -408,6 +408,12 @@ bool answer_close_keeps(answer_close & a, llama_token t, int32_t left) {
     return fits;
 }
 
+bool answer_close_takes(answer_close & a, llama_token t) {
+    if (a.broken) return true;
+    if (llama_vocab_is_eog(a.vocab, t)) return complete(*a.g);
+    return replays(*a.g, { t }, false);
+}
+
 void answer_close_accept(answer_close & a, llama_token t) {
     if (!a.closing.empty() && a.at < a.closing.size() && a.closing[a.at] == t) a.at++;
     if (a.broken || llama_vocab_is_eog(a.vocab, t)) return;

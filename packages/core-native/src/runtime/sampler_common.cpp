@@ -3,6 +3,8 @@
 #include "bmoe/runtime/sampler.h"
 
 #include "bmoe/runtime/answer_close.h"
+#include "bmoe/runtime/reasoning_budget.h"
+#include "bmoe/runtime/tokenize.h"
 #include "bmoe/runtime/log_capture.h"
 #include "bmoe/limits/grammar_limits.h"
 #include "bmoe/limits/one_line.h"
@@ -17,8 +19,16 @@
 namespace bmoe {
 
 struct sampler {
-    common_sampler * s = nullptr;
-    answer_close_ptr close;  // a forced answer's grammar, to end it within max_tokens
+    common_sampler *         s = nullptr;
+    const llama_vocab *      vocab = nullptr;
+    answer_close_ptr         close;  // a forced answer's grammar, to end it within max_tokens
+    // The reasoning budget read on the text (reasoning_budget.h), where every token written can be
+    // checked against the grammar: no grammar, or a forced answer's (`close`). Other grammars (a
+    // lazy tool grammar) keep llama.cpp's, which its lazy grammar relies on.
+    bool                     text_budget = false;
+    reasoning_budget         rb;
+    std::vector<llama_token> rb_end;  // the forced end's tokens
+    size_t                   rb_at = 0;
 };
 
 void sampler_deleter::operator()(sampler * s) const {
@@ -97,8 +107,9 @@ sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const samplin
     // passed, and applies it before the grammar (whose reasoning rule ends with the same tag).
     // llama.cpp also builds it with no budget when the grammar is lazy (the grammar then stays
     // off inside the reasoning block, so a trigger there does not fire).
-    if (!p.grammar.reasoning_start.empty() && !p.grammar.reasoning_ends.empty() &&
-        (p.reasoning_budget >= 0 || (p.grammar.lazy && !p.grammar.gbnf.empty()))) {
+    const bool has_tags    = !p.grammar.reasoning_start.empty() && !p.grammar.reasoning_ends.empty();
+    const bool text_budget = has_tags && p.reasoning_budget >= 0 && (p.grammar.gbnf.empty() || (p.grammar.forces_answer && !p.grammar.lazy));
+    if (has_tags && !text_budget && (p.reasoning_budget >= 0 || (p.grammar.lazy && !p.grammar.gbnf.empty()))) {
         const llama_vocab * vocab = llama_model_get_vocab(model);
         c.reasoning_budget_start  = common_tokenize(vocab, p.grammar.reasoning_start, false, true);
         c.reasoning_budget_tokens = p.reasoning_budget < 0 ? -1 : p.reasoning_budget + prompt_tokens_after(vocab, p.grammar.generation_prompt, c.reasoning_budget_start);
@@ -134,7 +145,14 @@ sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const samplin
     }
     if (!s) throw std::runtime_error("sampler: llama.cpp could not create it");
     sampler_ptr out(new sampler);
-    out->s = s;
+    out->s     = s;
+    out->vocab = llama_model_get_vocab(model);
+    if (text_budget) {
+        out->text_budget = true;
+        out->rb = reasoning_budget_make(p.grammar.reasoning_start, p.grammar.reasoning_ends, p.reasoning_budget, p.reasoning_budget_message);
+        reasoning_budget_prefill(out->rb, p.grammar.generation_prompt);
+        out->rb_end = common_tokenize(out->vocab, out->rb.forced_text, false, true);
+    }
     if (p.grammar.forces_answer && !p.grammar.gbnf.empty() && !p.grammar.lazy) {
         out->close = answer_close_init(llama_model_get_vocab(model), p.grammar.gbnf, p.grammar.generation_prompt,
                                        p.grammar.kind != grammar_spec::user);
@@ -150,6 +168,12 @@ llama_token sampler_sample(sampler * s, llama_context * ctx, int32_t idx, int32_
     // A forced answer is written out once the tokens left only hold its shortest completion
     // (answer_close.h); a sampled token that would leave it no room gives way to it.
     llama_token t = s->close ? answer_close_forced(*s->close, left) : LLAMA_TOKEN_NULL;
+    if (t == LLAMA_TOKEN_NULL && s->text_budget && reasoning_budget_must_end(s->rb) && s->rb_at < s->rb_end.size()) {
+        // The budget is used up: its end, token by token, where the grammar takes it (else the
+        // model writes on until it does).
+        const llama_token end = s->rb_end[s->rb_at];
+        if (!s->close || (answer_close_takes(*s->close, end) && answer_close_keeps(*s->close, end, left))) t = end;
+    }
     if (t == LLAMA_TOKEN_NULL) {
         t = common_sampler_sample(s->s, ctx, idx);
         if (s->close && !answer_close_keeps(*s->close, t, left)) {
@@ -159,6 +183,17 @@ llama_token sampler_sample(sampler * s, llama_context * ctx, int32_t idx, int32_
     }
     common_sampler_accept(s->s, t, true);
     if (s->close) answer_close_accept(*s->close, t);
+    if (s->text_budget) {
+        const bool ending = reasoning_budget_must_end(s->rb);
+        if (ending && s->rb_at < s->rb_end.size() && t == s->rb_end[s->rb_at]) s->rb_at++;
+        reasoning_budget_accept(s->rb, token_piece(s->vocab, t));
+        if (!reasoning_budget_must_end(s->rb)) {
+            s->rb_at = 0;
+        } else if (s->rb_at >= s->rb_end.size()) {
+            s->rb.state = reasoning_budget::done;  // written whole (its text did not read back as the tag)
+            s->rb_at    = 0;
+        }
+    }
     return t;
 }
 

@@ -44,6 +44,10 @@ llama_token answer_close_forced(answer_close & a, int32_t left);
 // when not, the caller writes answer_close_forced(a, 1) instead (the completion from here).
 bool answer_close_keeps(answer_close & a, llama_token t, int32_t left);
 
+// Whether the grammar takes `t` now (another forced sequence, the reasoning budget's end, is
+// written only where it fits).
+bool answer_close_takes(answer_close & a, llama_token t);
+
 // Records the token written (sampled or forced) in the closing state's grammar.
 void answer_close_accept(answer_close & a, llama_token t);
 
