@@ -4,8 +4,8 @@
 import { BmoeError } from '@bmoe/engine';
 import type { FastifyReply } from 'fastify';
 
-/** The `type` field, as the OpenAI API uses it. */
-export type ApiErrorType = 'invalid_request_error' | 'authentication_error' | 'not_found_error' | 'rate_limit_error' | 'server_error';
+/** The `type` field, as the OpenAI API uses it (and llama-server's 'not_supported_error', with 501). */
+export type ApiErrorType = 'invalid_request_error' | 'authentication_error' | 'not_found_error' | 'rate_limit_error' | 'server_error' | 'not_supported_error';
 
 /** The body of every error response. */
 export interface ApiErrorBody {

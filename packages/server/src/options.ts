@@ -1,7 +1,7 @@
 // ServerOptions with their documented defaults, validated with zod like the engine's options:
 // a bad value throws one BmoeError('E_OPTION') line naming the option and the value.
 import { basename } from 'node:path';
-import { BmoeError, type LoadOptions } from '@bmoe/engine';
+import { BmoeError, type LoadOptions, type Pooling } from '@bmoe/engine';
 import type { FastifyServerOptions } from 'fastify';
 import { z } from 'zod';
 import { MAX_REASONING_BUDGET_MESSAGE_BYTES, optionMax } from './limits.js';
@@ -82,6 +82,17 @@ export interface ServerOptions {
   logger?: FastifyServerOptions['logger'];
   /** On close(), how long a running generation may finish before it is aborted, in ms. Default 5000. */
   shutdownGraceMs?: number;
+  /**
+   * Serve `POST /v1/embeddings` (llama-server's --embeddings); without it that endpoint answers
+   * 501. Embeddings run in a context of their own, beside the slots' generations. Default false.
+   */
+  embeddings?: boolean;
+  /**
+   * How an input's token states become its embedding (llama-server's --pooling): 'mean', 'cls',
+   * 'last', or 'model' (the GGUF's own; a generative model has none, and its requests get 400).
+   * Only with `embeddings: true`. Default 'model'.
+   */
+  pooling?: Pooling;
 }
 
 export interface ResolvedServerOptions {
@@ -110,6 +121,8 @@ export interface ResolvedServerOptions {
   reasoningBudgetMessage: string;
   logger: FastifyServerOptions['logger'];
   shutdownGraceMs: number;
+  embeddings: boolean;
+  pooling: Pooling;
 }
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -141,6 +154,8 @@ export function normalizeOrigin(s: string): string | null {
 const POS_INT = 'must be a positive integer';
 const BUDGET = `must be an integer from -1 (unlimited) to ${optionMax('reasoningBudget')} (0 = no reasoning)`;
 const BUDGET_MESSAGE = `must be a string of at most ${MAX_REASONING_BUDGET_MESSAGE_BYTES} bytes (UTF-8)`;
+const POOLINGS = ['model', 'mean', 'cls', 'last'] as const satisfies readonly Pooling[];
+const POOLING = `must be one of ${POOLINGS.map((p) => `'${p}'`).join(', ')}`;
 const schema = z.object({
   model: z.string('must be a path to a GGUF file').min(1, 'must be a path to a GGUF file'),
   load: z.object({}, 'must be an object of load options').loose().optional(),
@@ -166,6 +181,8 @@ const schema = z.object({
   logger: z.unknown().optional(),
   onWarning: z.custom<(line: string) => void>((v) => typeof v === 'function', { error: 'must be a function' }).optional(),
   shutdownGraceMs: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).optional(),
+  embeddings: z.boolean('must be true or false').optional(),
+  pooling: z.enum(POOLINGS, POOLING).optional(),
 });
 
 export function resolveServerOptions(input: ServerOptions): ResolvedServerOptions {
@@ -178,6 +195,9 @@ export function resolveServerOptions(input: ServerOptions): ResolvedServerOption
     throw new BmoeError('E_OPTION', `server option ${name} ${issue?.message ?? 'is invalid'}, got ${JSON.stringify(got) ?? 'nothing'}`);
   }
   const o = r.data;
+  if (o.pooling !== undefined && o.embeddings !== true) {
+    throw new BmoeError('E_OPTION', `server option pooling applies only with embeddings: true, got ${JSON.stringify(o.pooling)}`);
+  }
   return {
     model: o.model,
     load: (input.load ?? {}) as LoadOptions,
@@ -200,6 +220,8 @@ export function resolveServerOptions(input: ServerOptions): ResolvedServerOption
     reasoningBudgetMessage: o.reasoningBudgetMessage ?? '',
     logger: input.logger ?? false,
     shutdownGraceMs: o.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
+    embeddings: o.embeddings ?? false,
+    pooling: o.pooling ?? 'model',
   };
 }
 

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
 import { isAnthropicRoute, registerAnthropic } from './anthropic/routes.js';
 import { drainBody } from './drain.js';
+import { registerEmbeddings } from './embeddings/routes.js';
 import { ApiError, sendApiError, toApiError } from './errors.js';
 import { chatSpec, completionSpec } from './request.js';
 import { chatCompletionBody, completionBody, type ChatCompletionBody, type CompletionBody } from './schemas.js';
@@ -86,4 +87,6 @@ function registerV1(v1: FastifyInstance, core: ServerCore): void {
   registerAnthropic(v1, core);
   // OpenAI's Responses API, converted to the chat path (responses/).
   registerResponses(v1, core);
+  // OpenAI's embeddings, in the engine's embedding context (embeddings/); 501 without --embeddings.
+  registerEmbeddings(v1, core);
 }

@@ -4,7 +4,7 @@
 // model load that does not end) is cut short after a deadline (see SHUTDOWN_HELP).
 import { writeSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import type { CliContext } from '../context.js';
+import { usageError, type CliContext } from '../context.js';
 import { resolveModelArg } from '../hub/index.js';
 import { formatBytes, warnStream } from '../format.js';
 import type { ChosenSettings, LoadOptions } from '@bmoe/engine';
@@ -26,7 +26,12 @@ interface ServeFlags extends ModelFlags {
   cors?: string[];
   reasoningBudget?: number;
   reasoningBudgetMessage?: string;
+  embeddings?: boolean;
+  pooling?: (typeof POOLINGS)[number];
 }
+
+/** `--pooling` (llama-server's, less 'none' and 'rank'): how an input's token states become one vector. */
+const POOLINGS = ['model', 'mean', 'cls', 'last'] as const;
 
 /** `a.lan, b.lan` → ['a.lan', 'b.lan']. */
 function hostList(value: string): string[] {
@@ -112,6 +117,10 @@ function serveCommand(program: Command): Command {
         help: 'text written before the forced end of the reasoning when the budget runs out, for a request that sends no reasoning_budget_message (llama-server --reasoning-budget-message)',
       }).argParser(budgetMessage),
     )
+    .option('--embeddings', 'serve POST /v1/embeddings (OpenAI\'s, as llama-server --embeddings), in an embedding context beside the slots; without it that endpoint answers 501')
+    .addOption(
+      new Option('--pooling <type>', "how --embeddings pools an input's token states into one vector, as llama-server --pooling: model = the GGUF's own (a generative model has none: choose mean, cls or last) (default model)").choices(POOLINGS),
+    )
     .addHelpText('after', SHUTDOWN_HELP);
 }
 
@@ -119,6 +128,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
   const serve = serveCommand(program);
   addContextOptions(serve);
   addStreamingOptions(serve).action(async function (this: Command, model: string, flags: ServeFlags) {
+    if (flags.pooling !== undefined && !flags.embeddings) usageError(this, '--pooling requires --embeddings');
     const given = loadOptions(this, flags);
     const path = await resolveModelArg(model);
     // The settings rule (the flags given win); its line follows the listening line.
@@ -143,6 +153,8 @@ export function registerServe(program: Command, ctx: CliContext): void {
       cors: flags.cors,
       reasoningBudget: flags.reasoningBudget,
       reasoningBudgetMessage: flags.reasoningBudgetMessage,
+      embeddings: flags.embeddings,
+      pooling: flags.pooling,
     });
 
     let stopping: Promise<void> | null = null;
@@ -182,7 +194,8 @@ export function registerServe(program: Command, ctx: CliContext): void {
         const how = info.options.stream ? `experts streamed, cache ${formatBytes(info.stream?.budgetBytes ?? 0)}` : 'resident';
         process.stderr.write(
           `bmoe serve: ready: model '${server.modelId}' (${info.architecture}, ${formatBytes(info.fileBytes)}, ${how}), ` +
-            `loaded in ${(info.load.ms / 1000).toFixed(2)} s${flags.apiKey ? '; API key required' : ''}\n`,
+            `loaded in ${(info.load.ms / 1000).toFixed(2)} s${flags.apiKey ? '; API key required' : ''}` +
+            `${flags.embeddings ? `; /v1/embeddings on (pooling ${flags.pooling ?? 'model'})` : ''}\n`,
         );
         warnStream(info);
       }
