@@ -50,7 +50,7 @@ function badFields(model: string): unknown[] {
     { model, messages: user, n: 3 },
     { model, messages: user, stop: ['a', 'b', 'c', 'd', 'e'] },
     { model, messages: user, stream: 'yes' },
-    { model, messages: user, logprobs: true },
+    { model, messages: user, logprobs: true, top_logprobs: 21 },
     { model, messages: user, no_such_field: 1 },
   ];
 }

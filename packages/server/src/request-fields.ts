@@ -31,13 +31,21 @@ export const ignored = <T extends z.ZodType>(t: T) => NULLABLE(t);
 
 // Counts the native core takes up to 2^24: a larger one is refused here, naming the field.
 /** An integer field from `min` to its option's largest value (the option table's range). */
-function intField(option: 'maxTokens' | 'topK' | 'repeatLastN' | 'reasoningBudget', min: number, minText = String(min), after = '') {
+function intField(option: 'maxTokens' | 'topK' | 'repeatLastN' | 'reasoningBudget' | 'logprobs', min: number, minText = String(min), after = '') {
   const max = optionMax(option);
   const message = `must be an integer from ${minText} to ${max}${after}`;
   return NULLABLE(z.number(message).int(message).min(min, message).max(max, message));
 }
 
 export const maxTokens = intField('maxTokens', 1);
+/** /v1/completions' `max_tokens`: 0 too (with `echo`, the prompt alone, scored with `logprobs`). */
+export const completionMaxTokens = intField('maxTokens', 0);
+/**
+ * How many of the most likely tokens to give at each position: chat's `top_logprobs`, the legacy
+ * completions' `logprobs` (OpenAI's allows 5, its chat 20, llama-server more): the engine's
+ * `logprobs` range, 0 to 20.
+ */
+export const topLogprobs = intField('logprobs', 0);
 const TEMP = 'must be a number from 0 to 2';
 export const temperature = NULLABLE(z.number(TEMP).min(0, TEMP).max(2, TEMP));
 // 0 is OpenAI's (and llama.cpp's) smallest nucleus: the most likely token alone (request.ts).

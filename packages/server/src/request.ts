@@ -52,6 +52,9 @@ export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpe
   checkInput(core, texts, 'messages');
   const generate = generateOptions(core, b, b.max_completion_tokens ?? b.max_tokens ?? null);
   Object.assign(generate, chatOptions(b), reasoningBudgetOptions(core, b));
+  // OpenAI's default: the tokens' own log-probabilities, no alternatives.
+  const logprobs = b.logprobs === true ? (b.top_logprobs ?? 0) : null;
+  if (logprobs !== null) generate.logprobs = logprobs;
   return {
     endpoint: '/v1/chat/completions',
     input: messages,
@@ -60,6 +63,9 @@ export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpe
     includeUsage: b.stream_options?.include_usage === true,
     includeMetrics: b.stream_options?.include_metrics === true,
     inputParam: 'messages',
+    logprobs,
+    echo: false,
+    noTokens: false,
   };
 }
 
@@ -110,18 +116,34 @@ function toolChoiceOf(choice: NonNullable<ChatCompletionBody['tool_choice']>): T
   return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.function.name } };
 }
 
+/**
+ * A legacy completion. `echo` puts the prompt before the text; with `logprobs` its tokens are
+ * scored first (the engine's promptLogprobs: the whole prompt is evaluated again, nothing cached
+ * reused). `max_tokens: 0` (evaluation harnesses score a prompt with echo, logprobs and 0) answers
+ * no tokens: the engine generates at least one, so one is generated and left out of the answer
+ * (text, logprobs, `usage.completion_tokens`), with finish_reason 'length'.
+ */
 export function completionSpec(core: ServerCore, b: CompletionBody): GenerationSpec {
   const prompt = typeof b.prompt === 'string' ? b.prompt : (b.prompt[0] ?? '');
   checkInput(core, [prompt], 'prompt');
+  const noTokens = b.max_tokens === 0;
+  // OpenAI's legacy completions default to 16 tokens.
+  const generate = generateOptions(core, b, noTokens ? 1 : (b.max_tokens ?? 16));
+  const logprobs = b.logprobs ?? null;
+  const echo = b.echo === true;
+  if (logprobs !== null) generate.logprobs = logprobs;
+  if (echo && logprobs !== null) generate.promptLogprobs = true;
   return {
     endpoint: '/v1/completions',
     input: prompt,
-    // OpenAI's legacy completions default to 16 tokens.
-    generate: generateOptions(core, b, b.max_tokens ?? 16),
+    generate,
     stream: b.stream === true,
     includeUsage: b.stream_options?.include_usage === true,
     includeMetrics: b.stream_options?.include_metrics === true,
     inputParam: 'prompt',
+    logprobs,
+    echo,
+    noTokens,
   };
 }
 

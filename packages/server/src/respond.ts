@@ -3,11 +3,15 @@
 // every token moves /metrics, and the end becomes the final chunk (then, with include_usage,
 // OpenAI's usage chunk) or the body with the finish reason, `usage` and the `bmoe` result — or the
 // error the client is owed: the JSON error before the stream opened, one SSE error event after. Stop strings, reasoning and
-// tool calls are the engine's (llama.cpp's chat parser): this file only shapes them.
-import type { ChatMessage, GenerateOptions, Generation, GenerationResult, MessageDelta, ResolvedStreamOptions, Session, TokenMetrics } from '@bmoe/engine';
+// tool calls are the engine's (llama.cpp's chat parser): this file only shapes them. With
+// `logprobs`, each chunk carries the log-probabilities of the tokens it settles (logprobs.ts);
+// /v1/completions' `echo` puts the prompt first (scored, with logprobs) and `max_tokens: 0` leaves
+// the one token the engine must generate out of the answer.
+import type { ChatMessage, GenerateOptions, Generation, GenerationResult, MessageDelta, ResolvedStreamOptions, Session, TokenEvent, TokenMetrics } from '@bmoe/engine';
 import type { FastifyReply } from 'fastify';
 import { engineError, shuttingDown, type ApiError } from './errors.js';
 import type { Endpoint, ServerMetrics } from './metrics.js';
+import { ChoiceLogprobsWriter, charCount } from './logprobs.js';
 import { ResponseShapes, bmoeResult, usageOf } from './shapes.js';
 import { createSse, type Sse } from './sse.js';
 import type { FinishReason } from './types.js';
@@ -28,6 +32,12 @@ export interface GenerationSpec {
   includeMetrics: boolean;
   /** The parameter named when the engine refuses the prompt (too long, empty). */
   inputParam: 'messages' | 'prompt';
+  /** Log-probabilities with this many alternatives per token (chat `logprobs` + `top_logprobs`, completions `logprobs`); null = none. */
+  logprobs: number | null;
+  /** /v1/completions `echo`: the text starts with the prompt (the input string), scored first with `logprobs`. */
+  echo: boolean;
+  /** /v1/completions `max_tokens: 0`: the one token generated is left out of the answer. */
+  noTokens: boolean;
 }
 
 export interface RespondContext {
@@ -73,12 +83,21 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
     throw engineError(err, spec.inputParam, 'start', constraintParam(spec));
   }
   const shapes = new ResponseShapes(spec.endpoint, ctx.modelId, spec.stream && spec.includeUsage);
-  const sse = spec.stream ? createSse(reply, { preamble: shapes.roleChunk(), openAfterMs: SSE_OPEN_AFTER_MS }) : null;
-  const out = await readGeneration(gen, spec, ctx, (delta, token) => {
-    if (spec.includeMetrics) sse?.send(shapes.chunk(delta, { token }));
+  const echoed = spec.echo && typeof spec.input === 'string' ? spec.input : '';
+  const logprobs = spec.logprobs === null ? null : new ChoiceLogprobsWriter(spec.endpoint === '/v1/chat/completions', charCount(echoed));
+  // Echo with logprobs streamed: the prompt's scores come with the result, and the prompt comes
+  // first, so the token chunks wait for them (a prompt is scored with echo and max_tokens 0 or 1).
+  const held: object[] | null = spec.stream && spec.echo && logprobs ? [] : null;
+  const preamble = spec.echo && !held ? shapes.textChunk(echoed) : shapes.roleChunk();
+  const sse = spec.stream ? createSse(reply, { preamble, openAfterMs: SSE_OPEN_AFTER_MS }) : null;
+  const send = (chunk: object): void => void (held ? held.push(chunk) : sse?.send(chunk));
+  const out = await readGeneration(gen, spec, ctx, (delta, token, ev) => {
+    if (spec.noTokens) return;
+    const lp = logprobs?.token(ev) ?? null;
+    if (spec.includeMetrics) send(shapes.chunk(delta, { token }, null, lp));
     // Without the record, a token whose text is held back (a possible stop string, an unfinished
     // tag) sends nothing: it comes with a later chunk or the final one.
-    else if (hasContent(delta)) sse?.send(shapes.chunk(delta));
+    else if (hasContent(delta) || lp) send(shapes.chunk(delta, undefined, null, lp));
   });
   const end = settle(out, spec, ctx, sse, reply);
   if (end.kind === 'left') return undefined;
@@ -87,7 +106,7 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
     end.sse.end();
     return undefined;
   }
-  return answer(reply, sse, shapes, out, end.result, ctx, spec.includeUsage);
+  return answer(reply, sse, shapes, out, end.result, ctx, spec, { echoed, logprobs, held });
 }
 
 /** How a read generation ended (settle). */
@@ -124,7 +143,7 @@ export function settle(out: Outcome, spec: GenerationSpec, ctx: RespondContext, 
 const hasContent = (d: MessageDelta): boolean => Boolean(d.content || d.reasoningContent || d.toolCalls?.length);
 
 /** Iterates the tokens (each one's delta through `onToken`), then awaits the result. */
-export async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: RespondContext, onToken: (delta: MessageDelta, token: TokenMetrics) => void): Promise<Outcome> {
+export async function readGeneration(gen: Generation, spec: GenerationSpec, ctx: RespondContext, onToken: (delta: MessageDelta, token: TokenMetrics, ev: TokenEvent) => void): Promise<Outcome> {
   const out: Outcome = { firstTokenMs: null, lastTokenMs: 0, result: null, failure: null };
   try {
     for await (const ev of gen) {
@@ -136,7 +155,7 @@ export async function readGeneration(gen: Generation, spec: GenerationSpec, ctx:
       out.lastTokenMs = now;
       ctx.metrics.token(ev.metrics);
       // Every token has its chunk (its metrics), even one whose text the engine holds back.
-      onToken(ev.delta, ev.metrics);
+      onToken(ev.delta, ev.metrics, ev);
     }
   } catch (err) {
     out.failure = err;
@@ -163,20 +182,40 @@ export function finishReason(result: GenerationResult): FinishReason {
   return result.message.toolCalls.length > 0 ? 'tool_calls' : 'stop';
 }
 
+/** What a raw completion puts before and beside the generated text. */
+interface Extras {
+  /** The echoed prompt ('' without echo). */
+  echoed: string;
+  logprobs: ChoiceLogprobsWriter | null;
+  /** Stream chunks waiting for the echoed prompt's scores, or null. */
+  held: object[] | null;
+}
+
 /** The final SSE chunk and [DONE], or the whole JSON body. */
-function answer(reply: FastifyReply, sse: Sse | null, shapes: ResponseShapes, out: Outcome, result: GenerationResult, ctx: RespondContext, includeUsage: boolean): unknown {
-  const finish = finishReason(result);
+function answer(reply: FastifyReply, sse: Sse | null, shapes: ResponseShapes, out: Outcome, result: GenerationResult, ctx: RespondContext, spec: GenerationSpec, extras: Extras): unknown {
+  // max_tokens 0: no token in the answer (the one generated is left out), cut by the length.
+  const finish = spec.noTokens ? 'length' : finishReason(result);
   const usage = usageOf(result);
+  if (spec.noTokens) Object.assign(usage, { completion_tokens: 0, total_tokens: usage.prompt_tokens });
   const timings = { queueMs: ctx.queueMs, ttftMs: out.firstTokenMs ?? out.lastTokenMs, totalMs: out.lastTokenMs };
   const bmoe = bmoeResult(result, ctx.stream, result.stopReason, timings);
+  const finalDelta = spec.noTokens ? {} : result.finalDelta;
+  const { logprobs, echoed } = extras;
+  const tail = logprobs?.end(finalDelta) ?? null;
+  const prompt = spec.echo && logprobs ? logprobs.prompt(result.promptLogprobs ?? []) : null;
   if (sse) {
+    if (extras.held) {
+      sse.send(shapes.textChunk(echoed, null, prompt));
+      for (const chunk of extras.held) sse.send(chunk);
+    }
     // Whatever the finished answer holds beyond the deltas sent (text held back to the end).
-    sse.send(shapes.chunk(result.finalDelta, bmoe, finish));
+    sse.send(shapes.chunk(finalDelta, bmoe, finish, tail));
     // As OpenAI: the usage only when asked for, in a chunk of its own with no choices.
-    if (includeUsage) sse.send(shapes.usageChunk(usage));
+    if (spec.includeUsage) sse.send(shapes.usageChunk(usage));
     sse.send('[DONE]');
     sse.end();
     return undefined;
   }
-  return reply.send(shapes.body(result, finish, usage, bmoe));
+  const text = echoed + (spec.noTokens ? '' : result.text);
+  return reply.send(shapes.body(result, finish, usage, bmoe, logprobs?.whole(prompt) ?? null, text));
 }

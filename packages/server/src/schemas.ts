@@ -8,6 +8,7 @@ import { z } from 'zod';
 import {
   bool,
   chatTemplateKwargs,
+  completionMaxTokens,
   grammar,
   ignored,
   maxTokens,
@@ -30,6 +31,7 @@ import {
   toolChoice,
   tools,
   topK,
+  topLogprobs,
   topP,
   unsupported,
 } from './request-fields.js';
@@ -77,11 +79,8 @@ const generationFields = {
   ...ignoredFields,
 };
 
-const NO_LOGPROBS = 'log probabilities are not returned';
 /** Chat fields of OpenAI's API that this server refuses unless at their off value. */
 const unsupportedChat = {
-  logprobs: unsupported(`${NO_LOGPROBS}; omit it or send false`, (v) => v === false),
-  top_logprobs: unsupported(NO_LOGPROBS),
   functions: unsupported('the deprecated functions API is not supported; use tools'),
   function_call: unsupported('the deprecated function_call is not supported; use tool_choice'),
   audio: unsupported('audio output is not supported'),
@@ -109,6 +108,9 @@ export const chatCompletionBody = z
       reasoning_budget_tokens: reasoningBudget,
       thinking_budget_tokens: reasoningBudget,
       reasoning_budget_message: reasoningBudgetMessage,
+      // Each content token's log-probability, and the top_logprobs most likely tokens' (logprobs.ts).
+      logprobs: bool,
+      top_logprobs: topLogprobs,
       ...unsupportedChat,
     },
     'the body must be a JSON object',
@@ -121,6 +123,8 @@ export const chatCompletionBody = z
     else if (choice && typeof choice === 'object' && !toolNames.has(choice.function.name)) refuse(['tool_choice', 'function', 'name'], "must name one of the functions in 'tools'");
     if (b.grammar && b.response_format && b.response_format.type !== 'text') refuse(['grammar'], "cannot be combined with a JSON response_format (both constrain the answer)");
     if (b.grammar && toolNames.size > 0 && choice !== 'none') refuse(['grammar'], "cannot be combined with tools (the tool-call grammar constrains the answer)");
+    // As OpenAI and llama-server: the alternatives come with the tokens' own log-probabilities.
+    if (b.top_logprobs !== undefined && b.top_logprobs !== null && b.logprobs !== true) refuse(['top_logprobs'], "requires 'logprobs': true");
   });
 export type ChatCompletionBody = z.infer<typeof chatCompletionBody>;
 
@@ -129,9 +133,13 @@ export const completionBody = z.strictObject(
   {
     prompt: z.union([z.string(PROMPT), z.array(z.string(PROMPT), PROMPT).length(1, PROMPT)], PROMPT),
     ...generationFields,
-    echo: unsupported('echoing the prompt is not supported; omit it or send false', (v) => v === false),
+    // 0 with echo scores the prompt alone (request.ts).
+    max_tokens: completionMaxTokens,
+    // The text starts with the prompt; with logprobs its tokens come first, scored.
+    echo: bool,
+    // The legacy shape's log-probabilities: each token's and its `logprobs` most likely alternatives'.
+    logprobs: topLogprobs,
     best_of: unsupported('best_of is not supported; omit it or send 1', (v) => v === 1),
-    logprobs: unsupported(NO_LOGPROBS),
     suffix: unsupported('a suffix (insertion) is not supported', (v) => v === ''),
   },
   'the body must be a JSON object',
@@ -142,5 +150,5 @@ export type CompletionBody = z.infer<typeof completionBody>;
 export const IGNORED_FIELDS: readonly string[] = Object.keys(ignoredFields);
 export const UNSUPPORTED_FIELDS: { readonly chat: readonly string[]; readonly completions: readonly string[] } = {
   chat: ['logit_bias', ...Object.keys(unsupportedChat)],
-  completions: ['logit_bias', 'echo', 'best_of', 'logprobs', 'suffix'],
+  completions: ['logit_bias', 'best_of', 'suffix'],
 };

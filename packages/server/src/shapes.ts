@@ -2,6 +2,7 @@
 // the `bmoe` object built from the generation's structured run summary.
 import { randomBytes } from 'node:crypto';
 import { endOfRunLineOptions, endOfRunValues, formatEndOfRunLines, type AssistantMessage, type GenerationResult, type MessageDelta, type ResolvedStreamOptions } from '@bmoe/engine';
+import type { ChatLogprobs, ChoiceLogprobs, CompletionLogprobs } from './logprobs.js';
 import type { Endpoint } from './metrics.js';
 import type {
   BmoeResult,
@@ -109,15 +110,22 @@ export class ResponseShapes {
 
   /**
    * A stream chunk: what a token added to the answer (chat: content, reasoning, tool-call pieces;
-   * raw: its text) with its metrics, or the last one with the finish reason and the result.
+   * raw: its text) with its metrics, or the last one with the finish reason and the result; and
+   * the log-probabilities of the tokens it settles (null without).
    */
-  chunk(delta: MessageDelta, bmoe?: BmoeTokenChunk | BmoeResult, finish: FinishReason | null = null): Chunk {
+  chunk(delta: MessageDelta, bmoe?: BmoeTokenChunk | BmoeResult, finish: FinishReason | null = null, logprobs: ChoiceLogprobs | null = null): Chunk {
     const { id, created, model } = this;
     const extra = { ...this.nullUsage(), ...(bmoe ? { bmoe } : {}) };
     if (this.chat) {
-      return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: chatDelta(delta), finish_reason: finish, logprobs: null }], ...extra };
+      return { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta: chatDelta(delta), finish_reason: finish, logprobs: logprobs as ChatLogprobs | null }], ...extra };
     }
-    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text: delta.content ?? '', finish_reason: finish, logprobs: null }], ...extra };
+    return this.textChunk(delta.content ?? '', finish, logprobs as CompletionLogprobs | null, extra);
+  }
+
+  /** A raw completion's chunk of `text` (the echoed prompt, with its tokens' logprobs). */
+  textChunk(text: string, finish: FinishReason | null = null, logprobs: CompletionLogprobs | null = null, extra: object = this.nullUsage()): Completion {
+    const { id, created, model } = this;
+    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text, finish_reason: finish, logprobs }], ...extra };
   }
 
   /** OpenAI's usage chunk, the stream's last before `[DONE]` (with include_usage): no choices, the usage. */
@@ -126,12 +134,15 @@ export class ResponseShapes {
     return this.chat ? { id, object: 'chat.completion.chunk', created, model, choices: [], usage } : { id, object: 'text_completion', created, model, choices: [], usage };
   }
 
-  /** The whole answer as one JSON body. */
-  body(result: GenerationResult, finish: FinishReason, usage: Usage, bmoe: BmoeResult): ChatCompletion | Completion {
+  /**
+   * The whole answer as one JSON body. `text`: a raw completion's text when it is not the
+   * generated text (echo, max_tokens 0).
+   */
+  body(result: GenerationResult, finish: FinishReason, usage: Usage, bmoe: BmoeResult, logprobs: ChoiceLogprobs | null = null, text: string = result.text): ChatCompletion | Completion {
     const { id, created, model } = this;
     if (this.chat) {
-      return { id, object: 'chat.completion', created, model, choices: [{ index: 0, message: chatMessage(result.message), finish_reason: finish, logprobs: null }], usage, bmoe };
+      return { id, object: 'chat.completion', created, model, choices: [{ index: 0, message: chatMessage(result.message), finish_reason: finish, logprobs: logprobs as ChatLogprobs | null }], usage, bmoe };
     }
-    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text: result.text, finish_reason: finish, logprobs: null }], usage, bmoe };
+    return { id, object: 'text_completion', created, model, choices: [{ index: 0, text, finish_reason: finish, logprobs: logprobs as CompletionLogprobs | null }], usage, bmoe };
   }
 }

@@ -13,6 +13,9 @@ import type {
   StopReason,
   TokenMetrics,
 } from '@bmoe/engine';
+import type { ChatLogprobs, CompletionLogprobs } from './logprobs.js';
+
+export type { ChatLogprobs, ChatTokenLogprob, CompletionLogprobs } from './logprobs.js';
 
 export interface Usage {
   prompt_tokens: number;
@@ -104,7 +107,8 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: Array<{ index: 0; message: ChatAnswerMessage; finish_reason: FinishReason; logprobs: null }>;
+  /** `logprobs`: the content tokens' with `logprobs: true`, else null. */
+  choices: Array<{ index: 0; message: ChatAnswerMessage; finish_reason: FinishReason; logprobs: ChatLogprobs | null }>;
   usage: Usage;
   bmoe: BmoeResult;
 }
@@ -115,7 +119,8 @@ export interface ChatCompletionChunk {
   created: number;
   model: string;
   /** Empty in the usage chunk. */
-  choices: Array<{ index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: null }>;
+  /** `logprobs` (with `logprobs: true`): the content tokens this chunk settles, on the chunks that add content; else null. */
+  choices: Array<{ index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: ChatLogprobs | null }>;
   /** With `stream_options.include_usage` only: null on every chunk but the last, which has no choices. */
   usage?: Usage | null;
   bmoe?: BmoeTokenChunk | BmoeResult;
@@ -127,7 +132,8 @@ export interface Completion {
   created: number;
   model: string;
   /** Empty in a stream's usage chunk. */
-  choices: Array<{ index: 0; text: string; finish_reason: FinishReason | null; logprobs: null }>;
+  /** `logprobs`: the legacy shape with `logprobs: N` (the prompt's tokens first with `echo`), else null. */
+  choices: Array<{ index: 0; text: string; finish_reason: FinishReason | null; logprobs: CompletionLogprobs | null }>;
   /** Always in a body; in a stream as on ChatCompletionChunk. */
   usage?: Usage | null;
   bmoe?: BmoeTokenChunk | BmoeResult;

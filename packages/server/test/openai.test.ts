@@ -306,7 +306,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     expect(big).toMatchObject({ status: 413, json: { error: { code: 'request_too_large', type: 'invalid_request_error' } } });
 
     // Unknown endpoint under /v1 → 404 in the same shape.
-    const nowhere = await postJson(s.url, '/v1/embeddings', '{}');
+    const nowhere = await postJson(s.url, '/v1/rerank', '{}');
     expect(nowhere).toMatchObject({ status: 404, json: { error: { code: 'unknown_url' } } });
 
     // None of these reached the model; each refused generation request is counted once.
