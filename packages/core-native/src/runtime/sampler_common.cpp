@@ -75,6 +75,32 @@ int32_t prompt_tokens_after(const llama_vocab * vocab, const std::string & gener
     return at == tokens.end() ? 0 : (int32_t) (tokens.end() - (at + (long) start.size()));
 }
 
+// The reasoning budget, as llama-server sets it (server-common.cpp, server-schema.cpp): the
+// template's tags tokenized with special tokens, the forced sequence the message then the
+// first end tag. common_sampler counts from the start tag (in the generation prompt or
+// generated), forces the end sequence token by token once `reasoning_budget` tokens have
+// passed, and applies it before the grammar (whose reasoning rule ends with the same tag).
+// llama.cpp also builds it with no budget when the grammar is lazy (the grammar then stays
+// off inside the reasoning block, so a trigger there does not fire).
+void llama_budget(common_params_sampling & c, const llama_vocab * vocab, const sampling_params & p) {
+    c.reasoning_budget_start  = common_tokenize(vocab, p.grammar.reasoning_start, false, true);
+    c.reasoning_budget_tokens = p.reasoning_budget < 0 ? -1 : p.reasoning_budget + prompt_tokens_after(vocab, p.grammar.generation_prompt, c.reasoning_budget_start);
+    for (const auto & e : p.grammar.reasoning_ends) {
+        if (!e.empty()) c.reasoning_budget_end.push_back(common_tokenize(vocab, e, false, true));
+    }
+    if (!c.reasoning_budget_end.empty()) {
+        c.reasoning_budget_forced = c.reasoning_budget_end.front();
+        if (!p.reasoning_budget_message.empty()) {
+            const auto msg = common_tokenize(vocab, p.reasoning_budget_message, false, true);
+            c.reasoning_budget_forced.insert(c.reasoning_budget_forced.begin(), msg.begin(), msg.end());
+        }
+        c.reasoning_budget_message = p.reasoning_budget_message;
+    }
+    // The budget counts from a start tag the template already wrote (qwen3.5's "<think>\n"):
+    // common_sampler feeds it the generation prompt, as it feeds a chat grammar.
+    c.generation_prompt = p.grammar.generation_prompt;
+}
+
 }  // namespace
 
 sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const sampling_params & p) {
@@ -100,33 +126,10 @@ sampler_ptr sampler_init(const llama_model * model, int32_t n_ctx, const samplin
         c.generation_prompt = p.grammar.generation_prompt;
         for (const auto & t : p.grammar.triggers) c.grammar_triggers.push_back(to_common(t));
     }
-    // The reasoning budget, as llama-server sets it (server-common.cpp, server-schema.cpp): the
-    // template's tags tokenized with special tokens, the forced sequence the message then the
-    // first end tag. common_sampler counts from the start tag (in the generation prompt or
-    // generated), forces the end sequence token by token once `reasoning_budget` tokens have
-    // passed, and applies it before the grammar (whose reasoning rule ends with the same tag).
-    // llama.cpp also builds it with no budget when the grammar is lazy (the grammar then stays
-    // off inside the reasoning block, so a trigger there does not fire).
     const bool has_tags    = !p.grammar.reasoning_start.empty() && !p.grammar.reasoning_ends.empty();
     const bool text_budget = has_tags && p.reasoning_budget >= 0 && (p.grammar.gbnf.empty() || (p.grammar.forces_answer && !p.grammar.lazy));
     if (has_tags && !text_budget && (p.reasoning_budget >= 0 || (p.grammar.lazy && !p.grammar.gbnf.empty()))) {
-        const llama_vocab * vocab = llama_model_get_vocab(model);
-        c.reasoning_budget_start  = common_tokenize(vocab, p.grammar.reasoning_start, false, true);
-        c.reasoning_budget_tokens = p.reasoning_budget < 0 ? -1 : p.reasoning_budget + prompt_tokens_after(vocab, p.grammar.generation_prompt, c.reasoning_budget_start);
-        for (const auto & e : p.grammar.reasoning_ends) {
-            if (!e.empty()) c.reasoning_budget_end.push_back(common_tokenize(vocab, e, false, true));
-        }
-        if (!c.reasoning_budget_end.empty()) {
-            c.reasoning_budget_forced = c.reasoning_budget_end.front();
-            if (!p.reasoning_budget_message.empty()) {
-                const auto msg = common_tokenize(vocab, p.reasoning_budget_message, false, true);
-                c.reasoning_budget_forced.insert(c.reasoning_budget_forced.begin(), msg.begin(), msg.end());
-            }
-            c.reasoning_budget_message = p.reasoning_budget_message;
-        }
-        // The budget counts from a start tag the template already wrote (qwen3.5's "<think>\n"):
-        // common_sampler feeds it the generation prompt, as it feeds a chat grammar.
-        c.generation_prompt = p.grammar.generation_prompt;
+        llama_budget(c, llama_model_get_vocab(model), p);
     }
     log_capture_reset();
     common_sampler * s = nullptr;
