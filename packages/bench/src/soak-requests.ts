@@ -47,7 +47,7 @@ function badFields(model: string): unknown[] {
     { model, messages: user, max_tokens: 2 ** 25 },
     { model, messages: user, top_k: 2 ** 25 },
     { model, messages: user, top_p: 2 },
-    { model, messages: user, n: 3 },
+    { model, messages: user, n: 9 },
     { model, messages: user, stop: ['a', 'b', 'c', 'd', 'e'] },
     { model, messages: user, stream: 'yes' },
     { model, messages: user, logprobs: true, top_logprobs: 21 },

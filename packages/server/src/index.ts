@@ -13,7 +13,7 @@ export {
 // The Host and key checks and the 413 answer, for a front (the phone demo) that forwards to the server.
 export { LOOPBACK_HOSTS, createRequestGuard, type GuardOptions, type RequestGuard } from './guard.js';
 export { ApiError, bodyTooLarge, type ApiErrorBody, type ApiErrorType } from './errors.js';
-export { NATIVE_MAX_COUNT, limitsFor, type RequestLimits } from './limits.js';
+export { MAX_CHOICES, NATIVE_MAX_COUNT, limitsFor, type RequestLimits } from './limits.js';
 export type { RequestOutcome } from './metrics.js';
 // The request fields accepted without effect, and those refused unless at their off value.
 export { IGNORED_FIELDS, UNSUPPORTED_FIELDS } from './schemas.js';

@@ -17,6 +17,14 @@ export const NATIVE_MAX_COUNT = optionMax('maxTokens');
 /** The longest reasoning budget message, in UTF-8 bytes (core-native's contract: `reasoningBudgetMessage.maxBytes`). */
 export const MAX_REASONING_BUDGET_MESSAGE_BYTES = 4096;
 
+/**
+ * The most choices one request may ask for (OpenAI's `n`, chat and completions). The choices are
+ * generated one after another in the request's slot (respond.ts), so a request with `n` holds its
+ * turn about n times as long as with one: the bound keeps that, and what it takes from the clients
+ * waiting behind it, within a small multiple.
+ */
+export const MAX_CHOICES = 8;
+
 /** A chat template spends at least this many tokens per message (its role markers). */
 const MIN_TOKENS_PER_MESSAGE = 4;
 /** Text averages 3–5 characters a token; a prompt over 16 per token of the context cannot fit. */

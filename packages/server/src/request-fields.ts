@@ -3,7 +3,7 @@
 // `response_format`, and the two kinds of field this server does not act on: `unsupported(...)`
 // (refused with 400 unless at its off value) and `ignored(...)` (accepted without effect).
 import { z } from 'zod';
-import { MAX_REASONING_BUDGET_MESSAGE_BYTES, optionMax } from './limits.js';
+import { MAX_CHOICES, MAX_REASONING_BUDGET_MESSAGE_BYTES, optionMax } from './limits.js';
 
 export const NULLABLE = <T extends z.ZodType>(t: T) => t.nullable().optional();
 
@@ -11,8 +11,8 @@ export const NULLABLE = <T extends z.ZodType>(t: T) => t.nullable().optional();
 export const UNSUPPORTED = 'unsupported';
 
 /**
- * A field this server does not implement: absent, null or one of its off values (`logprobs:
- * false`, `n: 1`) is accepted, anything else is a 400 naming it with `reason`.
+ * A field this server does not implement: absent, null or one of its off values (`best_of: 1`,
+ * `logit_bias: {}`) is accepted, anything else is a 400 naming it with `reason`.
  */
 export function unsupported(reason: string, isOff: (v: unknown) => boolean = () => false) {
   return z
@@ -79,8 +79,9 @@ const STOP_LEN = `must be at most ${MAX_STOP_CHARS} characters`;
 const stopString = z.string(STOP).max(MAX_STOP_CHARS, STOP_LEN);
 export const stop = NULLABLE(z.union([stopString, z.array(stopString, STOP).max(4, STOP)], STOP));
 
-const N = 'must be 1 (one model, one answer per request)';
-export const n = NULLABLE(z.number(N).int(N).min(1, N).max(1, N));
+const N = `must be an integer from 1 to ${MAX_CHOICES}`;
+/** OpenAI's `n`: how many choices (each one generation of the prompt; respond.ts). */
+export const n = NULLABLE(z.number(N).int(N).min(1, N).max(MAX_CHOICES, N));
 const BOOL = 'must be true or false';
 export const bool = NULLABLE(z.boolean(BOOL));
 export const streamOptions = NULLABLE(

@@ -50,7 +50,7 @@ export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpe
     texts.push(tools);
   }
   checkInput(core, texts, 'messages');
-  const generate = generateOptions(core, b, b.max_completion_tokens ?? b.max_tokens ?? null);
+  const { generate, seeds } = generateOptions(core, b, b.max_completion_tokens ?? b.max_tokens ?? null);
   Object.assign(generate, chatOptions(b), reasoningBudgetOptions(core, b));
   // OpenAI's default: the tokens' own log-probabilities, no alternatives.
   const logprobs = b.logprobs === true ? (b.top_logprobs ?? 0) : null;
@@ -66,6 +66,8 @@ export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpe
     logprobs,
     echo: false,
     noTokens: false,
+    n: seeds.length,
+    seeds,
   };
 }
 
@@ -128,7 +130,7 @@ export function completionSpec(core: ServerCore, b: CompletionBody): GenerationS
   checkInput(core, [prompt], 'prompt');
   const noTokens = b.max_tokens === 0;
   // OpenAI's legacy completions default to 16 tokens.
-  const generate = generateOptions(core, b, noTokens ? 1 : (b.max_tokens ?? 16));
+  const { generate, seeds } = generateOptions(core, b, noTokens ? 1 : (b.max_tokens ?? 16));
   const logprobs = b.logprobs ?? null;
   const echo = b.echo === true;
   if (logprobs !== null) generate.logprobs = logprobs;
@@ -144,6 +146,8 @@ export function completionSpec(core: ServerCore, b: CompletionBody): GenerationS
     logprobs,
     echo,
     noTokens,
+    n: seeds.length,
+    seeds,
   };
 }
 
@@ -151,12 +155,12 @@ export function completionSpec(core: ServerCore, b: CompletionBody): GenerationS
 const given = <T>(v: T | null | undefined): v is T => v !== undefined && v !== null;
 
 /**
- * Request fields → engine options. Defaults: until end of generation or a full context
- * (max tokens), temperature 1 (OpenAI's), the engine's top-k/top-p/min-p and penalties (off);
- * without `seed`, a sampled (temperature > 0) request gets a random seed so asking twice gives
- * two answers.
+ * Request fields → engine options (choice 0's), and each choice's seed (`n` of them). Defaults:
+ * until end of generation or a full context (max tokens), temperature 1 (OpenAI's), the engine's
+ * top-k/top-p/min-p and penalties (off); without `seed`, a sampled (temperature > 0) request gets
+ * a random seed so asking twice gives two answers.
  */
-function generateOptions(core: ServerCore, b: ChatCompletionBody | CompletionBody, maxTokens: number | null): Omit<GenerateOptions, 'signal'> {
+function generateOptions(core: ServerCore, b: ChatCompletionBody | CompletionBody, maxTokens: number | null): { generate: Omit<GenerateOptions, 'signal'>; seeds: (number | undefined)[] } {
   const temperature = b.temperature ?? 1;
   const out: Omit<GenerateOptions, 'signal'> = {
     maxTokens: maxTokens ?? Math.min(core.contextSize(), NATIVE_MAX_COUNT),
@@ -176,10 +180,21 @@ function generateOptions(core: ServerCore, b: ChatCompletionBody | CompletionBod
   // An empty stop string would end every answer before it starts: it stops nothing, as with OpenAI.
   const stops = (typeof b.stop === 'string' ? [b.stop] : (b.stop ?? [])).filter((s) => s !== '');
   if (stops.length > 0) out.stop = stops;
-  const seed = given(b.seed) ? engineSeed(b.seed) : null;
-  if (seed !== null) out.seed = seed;
-  else if (temperature > 0) out.seed = randomSeed();
-  return out;
+  const seeds = Array.from({ length: b.n ?? 1 }, (_, i) => choiceSeed(given(b.seed) ? b.seed : null, i, temperature));
+  if (seeds[0] !== undefined) out.seed = seeds[0];
+  return { generate: out, seeds };
+}
+
+/**
+ * Choice `i`'s engine seed: what a request with `seed + i` gets (so the choices differ when sampled,
+ * and choice i is the answer to that one-choice request): its value modulo 2^32. A random seed of
+ * its own for every choice without a seed or with a random one (-1), when sampling; none
+ * (undefined) for a greedy request without a seed.
+ */
+export function choiceSeed(seed: number | null, i: number, temperature: number): number | undefined {
+  const v = seed === null || engineSeed(seed) === null ? null : engineSeed(seed, i);
+  if (v !== null) return v;
+  return temperature > 0 ? randomSeed() : undefined;
 }
 
 const TWO_32 = 2 ** 32;
@@ -193,11 +208,12 @@ function randomSeed(): number {
 }
 
 /**
- * A request's 64-bit seed → the engine's uint32, as llama-server reads it: the value modulo 2^32
- * (so 2^32 + 7 samples as 7, -2 as 2^32 - 2). -1 (and every value that is 2^32 - 1 modulo 2^32,
- * llama.cpp's default seed) is llama-server's "random": a seed drawn per request, null here.
+ * A request's 64-bit seed (plus `offset`: choice i's seed is seed + i) → the engine's uint32, as
+ * llama-server reads it: the value modulo 2^32 (so 2^32 + 7 samples as 7, -2 as 2^32 - 2). -1 (and
+ * every value that is 2^32 - 1 modulo 2^32, llama.cpp's default seed) is llama-server's "random": a
+ * seed drawn per request, null here. The sum is taken modulo 2^32 too, exact for any seed.
  */
-export function engineSeed(seed: number): number | null {
-  const v = ((seed % TWO_32) + TWO_32) % TWO_32;
+export function engineSeed(seed: number, offset = 0): number | null {
+  const v = ((((seed % TWO_32) + TWO_32) % TWO_32) + offset) % TWO_32;
   return v === RANDOM_SEED ? null : v;
 }

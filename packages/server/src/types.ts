@@ -74,7 +74,9 @@ export interface RequestTimings {
 
 /**
  * The `bmoe` object on a finished response (non-stream body, or the last SSE chunk): the run
- * summary of the shared schema and the numbers of the end-of-run lines `bmoe run` prints.
+ * summary of the shared schema and the numbers of the end-of-run lines `bmoe run` prints. With `n`
+ * choices, each choice's last chunk carries its own; a body's is the request's (respond.ts:
+ * the choices' tokens as one run, `timings` from the first choice's first token to the last's last).
  */
 export interface BmoeResult {
   summary: RunSummary;
@@ -107,8 +109,8 @@ export interface ChatCompletion {
   object: 'chat.completion';
   created: number;
   model: string;
-  /** `logprobs`: the content tokens' with `logprobs: true`, else null. */
-  choices: Array<{ index: 0; message: ChatAnswerMessage; finish_reason: FinishReason; logprobs: ChatLogprobs | null }>;
+  /** One per choice (`n`), in index order. `logprobs`: the content tokens' with `logprobs: true`, else null. */
+  choices: Array<{ index: number; message: ChatAnswerMessage; finish_reason: FinishReason; logprobs: ChatLogprobs | null }>;
   usage: Usage;
   bmoe: BmoeResult;
 }
@@ -118,9 +120,11 @@ export interface ChatCompletionChunk {
   object: 'chat.completion.chunk';
   created: number;
   model: string;
-  /** Empty in the usage chunk. */
-  /** `logprobs` (with `logprobs: true`): the content tokens this chunk settles, on the chunks that add content; else null. */
-  choices: Array<{ index: 0; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: ChatLogprobs | null }>;
+  /**
+   * The one choice (`index`, with `n`) this chunk adds to; empty in the usage chunk. `logprobs` (with
+   * `logprobs: true`): the content tokens this chunk settles, on the chunks that add content; else null.
+   */
+  choices: Array<{ index: number; delta: ChatDelta; finish_reason: FinishReason | null; logprobs: ChatLogprobs | null }>;
   /** With `stream_options.include_usage` only: null on every chunk but the last, which has no choices. */
   usage?: Usage | null;
   bmoe?: BmoeTokenChunk | BmoeResult;
@@ -131,9 +135,11 @@ export interface Completion {
   object: 'text_completion';
   created: number;
   model: string;
-  /** Empty in a stream's usage chunk. */
-  /** `logprobs`: the legacy shape with `logprobs: N` (the prompt's tokens first with `echo`), else null. */
-  choices: Array<{ index: 0; text: string; finish_reason: FinishReason | null; logprobs: CompletionLogprobs | null }>;
+  /**
+   * One per choice (`n`) in a body, the one a chunk adds to in a stream; empty in a stream's usage
+   * chunk. `logprobs`: the legacy shape with `logprobs: N` (the prompt's tokens first with `echo`), else null.
+   */
+  choices: Array<{ index: number; text: string; finish_reason: FinishReason | null; logprobs: CompletionLogprobs | null }>;
   /** Always in a body; in a stream as on ChatCompletionChunk. */
   usage?: Usage | null;
   bmoe?: BmoeTokenChunk | BmoeResult;

@@ -342,7 +342,7 @@ describe.skipIf(!native)('fields this server does not implement: 400 naming each
   const base = { messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2, temperature: 0 };
 
   it.each([
-    ['n', { n: 2 }, 'invalid_value'],
+    ['n', { n: 9 }, 'invalid_value'],
     ['logit_bias', { logit_bias: { '12': 5 } }, 'unsupported_parameter'],
     ['functions', { functions: [{ name: 'f', parameters: {} }] }, 'unsupported_parameter'],
     ['function_call', { function_call: 'auto' }, 'unsupported_parameter'],
