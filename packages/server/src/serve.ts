@@ -10,13 +10,13 @@ import type { TakenSlot } from './slots.js';
 import { QueueFullError, TurnCancelledError } from './turns.js';
 
 /** The request's abort signal: fired by its client leaving or by the end of the shutdown grace. */
-interface Watch {
+export interface Watch {
   readonly signal: AbortSignal;
   disconnected(): boolean;
   dispose(): void;
 }
 
-function watchRequest(reply: FastifyReply, shutdown: AbortSignal): Watch {
+export function watchRequest(reply: FastifyReply, shutdown: AbortSignal): Watch {
   const ac = new AbortController();
   let disconnected = false;
   const onClose = (): void => {

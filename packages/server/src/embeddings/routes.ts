@@ -8,9 +8,10 @@
 // generations: they take turns among themselves (one runs, at most `maxQueue` wait, 429 beyond).
 import { endianness } from 'node:os';
 import { BmoeError, type Model, type Pooling } from '@bmoe/engine';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { ServerCore } from '../core.js';
 import { ApiError, badRequest, messageOf, shuttingDown } from '../errors.js';
+import { watchRequest } from '../serve.js';
 import { QueueFullError, TurnCancelledError, Turns } from '../turns.js';
 import { embeddingsBody, type EmbeddingsBody } from './schema.js';
 
@@ -107,28 +108,6 @@ async function embed(core: ServerCore, model: Model, b: EmbeddingsBody): Promise
   };
 }
 
-/** Fires when the client leaves (or the shutdown grace ends) while the request waits for its turn. */
-function watchClient(reply: FastifyReply, shutdown: AbortSignal): { signal: AbortSignal; disconnected: () => boolean; dispose: () => void } {
-  const ac = new AbortController();
-  let gone = false;
-  const onClose = (): void => {
-    if (reply.raw.writableFinished) return;
-    gone = true;
-    ac.abort();
-  };
-  const onShutdown = (): void => ac.abort();
-  reply.raw.on('close', onClose);
-  shutdown.addEventListener('abort', onShutdown);
-  return {
-    signal: ac.signal,
-    disconnected: () => gone,
-    dispose() {
-      reply.raw.off('close', onClose);
-      shutdown.removeEventListener('abort', onShutdown);
-    },
-  };
-}
-
 export function registerEmbeddings(v1: FastifyInstance, core: ServerCore): void {
   if (!core.opts.embeddings) {
     // No schema: whatever the body, the answer is that the endpoint is off.
@@ -144,7 +123,8 @@ export function registerEmbeddings(v1: FastifyInstance, core: ServerCore): void 
     if (b.dimensions !== undefined && b.dimensions !== null && b.dimensions !== size) {
       throw new ApiError(400, 'invalid_request_error', `invalid 'dimensions': this model's embeddings have ${size} dimensions and are not shortened; send ${size} or leave it out, got ${b.dimensions}`, 'unsupported_value', 'dimensions');
     }
-    const watch = watchClient(reply, core.shutdownSignal);
+    // Fires when the client leaves (or the shutdown grace ends) while the request waits for its turn.
+    const watch = watchRequest(reply, core.shutdownSignal);
     let release: () => void;
     try {
       release = await turns.acquire(watch.signal);
