@@ -45,6 +45,20 @@ void append_utf8(std::string & out, uint32_t cp) {
     }
 }
 
+// The ranges of the class at `p`: CHAR|CHAR_NOT v [RNG_UPPER u] (CHAR_ALT v [RNG_UPPER u])*.
+std::vector<std::pair<uint32_t, uint32_t>> class_ranges(const llama_grammar_element * p) {
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;
+    const llama_grammar_element * q = p;
+    while (true) {
+        uint32_t lo = q->value, hi = q->value;
+        q++;
+        if (q->type == LLAMA_GRETYPE_CHAR_RNG_UPPER) hi = (q++)->value;
+        ranges.emplace_back(lo, hi);
+        if (q->type != LLAMA_GRETYPE_CHAR_ALT) break;
+    }
+    return ranges;
+}
+
 // A character the class at `p` matches: its first character, or for [^...] a plain one it
 // does not exclude.
 bool class_char(const llama_grammar_element * p, uint32_t & cp) {
@@ -56,16 +70,7 @@ bool class_char(const llama_grammar_element * p, uint32_t & cp) {
         cp = 'a';
         return true;
     }
-    // CHAR_NOT v [RNG_UPPER u] (CHAR_ALT v [RNG_UPPER u])*
-    std::vector<std::pair<uint32_t, uint32_t>> excluded;
-    const llama_grammar_element * q = p;
-    while (true) {
-        uint32_t lo = q->value, hi = q->value;
-        q++;
-        if (q->type == LLAMA_GRETYPE_CHAR_RNG_UPPER) hi = (q++)->value;
-        excluded.emplace_back(lo, hi);
-        if (q->type != LLAMA_GRETYPE_CHAR_ALT) break;
-    }
+    const std::vector<std::pair<uint32_t, uint32_t>> excluded = class_ranges(p);
     static const char * const preferred = "aex0 A_";
     auto allowed = [&](uint32_t c) {
         for (const auto & [lo, hi] : excluded) if (c >= lo && c <= hi) return false;
@@ -179,15 +184,7 @@ bool class_char_in(const llama_grammar_element * p, uint32_t lo, uint32_t hi, ui
         return true;
     }
     const bool negated = p->type == LLAMA_GRETYPE_CHAR_NOT;
-    std::vector<std::pair<uint32_t, uint32_t>> ranges;
-    const llama_grammar_element * q = p;
-    while (true) {
-        uint32_t a = q->value, b = q->value;
-        q++;
-        if (q->type == LLAMA_GRETYPE_CHAR_RNG_UPPER) b = (q++)->value;
-        ranges.emplace_back(a, b);
-        if (q->type != LLAMA_GRETYPE_CHAR_ALT) break;
-    }
+    const std::vector<std::pair<uint32_t, uint32_t>> ranges = class_ranges(p);
     if (!negated) {
         for (const auto & [a, b] : ranges) {
             if (b >= lo && a <= hi) {
