@@ -7,6 +7,7 @@ import { registerBench } from './commands/bench.js';
 import { registerChat } from './commands/chat.js';
 import { registerDemo } from './commands/demo.js';
 import { registerInfo } from './commands/info.js';
+import { registerMakeImage } from './commands/make-image.js';
 import { registerMakeModel } from './commands/make-model.js';
 import { registerNative } from './commands/native.js';
 import { registerPull } from './commands/pull.js';
@@ -28,6 +29,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerServe(program, ctx);
   registerInfo(program, ctx);
   registerMakeModel(program, ctx);
+  registerMakeImage(program, ctx);
   registerPull(program, ctx);
   registerDemo(program, ctx);
   registerBench(program, ctx);

@@ -100,6 +100,8 @@ export interface NativeGenerateRequest extends NativeGenerateFields {
   sampling: NativeSampling;
   /** Constrain the output (native addon only: the wasm32-wasi build rejects a grammar). */
   grammar?: NativeGrammar;
+  /** The prompt's images, from prepareChat (native addon only). */
+  media?: NativeMedia;
 }
 
 /**
@@ -215,7 +217,36 @@ export interface NativeChatRequest {
   grammar?: string;
   chatml: boolean;
   think: boolean;
+  /**
+   * The encoded images (PNG, JPEG, GIF, BMP, ... what stb_image reads), one per media marker
+   * (NativeProjectorInfo.marker) in the messages' text, in order. Needs loadProjector first.
+   */
+  images?: Uint8Array[];
+  /** An image over this many pixels (width × height) is refused before it is decoded; 0 or absent = no bound. */
+  maxImagePixels?: number;
 }
+
+/** A loaded projector (mmproj): what loadProjector resolves with and projectorInfo returns. */
+export interface NativeProjectorInfo {
+  path: string;
+  /** It reads images (a projector that reads only audio is refused at load). */
+  vision: boolean;
+  audio: boolean;
+  /** M-RoPE: an image takes fewer positions than tokens (qwen-style projectors). */
+  mrope: boolean;
+  /** The text that marks where an image goes in a prompt (llama.cpp's default: `<__media__>`). */
+  marker: string;
+}
+
+/** An image of a prepared prompt: its first cell in the tokens, its cells, the positions it takes. */
+export interface NativeMediaSpan {
+  start: number;
+  tokens: number;
+  positions: number;
+}
+
+/** The images of a prepared prompt, opaque: passed to generate() with its tokens. */
+export type NativeMedia = { readonly __bmoeMedia: unique symbol };
 
 /** How parseChat reads a generated answer: returned by prepareChat, passed back unchanged. */
 export interface NativeChatSyntax {
@@ -237,6 +268,9 @@ export interface NativeChatPlan {
   /** Extra stop strings the format asks for. */
   additionalStops: string[];
   syntax: NativeChatSyntax;
+  /** With images: the handle generate() takes (its cells in `tokens` carry negative ids), and where each image is. */
+  media?: NativeMedia;
+  images?: NativeMediaSpan[];
 }
 
 export interface NativeToolCall {
@@ -303,6 +337,13 @@ export interface NativeModel {
   createContext(params: NativeContextParams): NativeContext;
   /** Streaming state, or null for a resident model. */
   streamInfo(): NativeStreamInfo | null;
+  /**
+   * Loads an image projector (mmproj GGUF) for this model on a worker thread (resident, beside
+   * streamed experts); rejects with one line naming the file. Absent in wasm.
+   */
+  loadProjector?(path: string, options?: { threads?: number }): Promise<NativeProjectorInfo>;
+  /** The loaded projector, or null. Absent in wasm. */
+  projectorInfo?(): NativeProjectorInfo | null;
   close(): void;
 }
 

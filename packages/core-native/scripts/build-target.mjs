@@ -9,7 +9,7 @@
 //   node scripts/build-target.mjs linux-x64-gnu --variant zen4  # one of them
 //   node scripts/build-target.mjs linux-arm64-gnu               # Debian's g++-aarch64-linux-gnu (cross)
 //   node scripts/build-target.mjs android-arm64                 # needs ANDROID_NDK_HOME (r26+)
-//   ... --tools   also builds llama-completion per variant (identity tests under qemu)
+//   ... --tools   also builds llama-completion and llama-mtmd-cli per variant (identity tests under qemu)
 //   ... --no-copy leave npm/<target>/ alone
 //
 // No -march=native: the binaries run on other machines. ggml picks its SIMD kernels at compile
@@ -127,7 +127,7 @@ function main(argv) {
       run('cmake', ['-S', pkgDir, '-B', buildDir, ...all], { env });
       writeFileSync(stamp, JSON.stringify(all));
     }
-    const targets = ['bmoe', ...(argv.includes('--tools') ? ['llama-completion'] : [])];
+    const targets = ['bmoe', ...(argv.includes('--tools') ? ['llama-completion', 'llama-mtmd-cli'] : [])];
     run('cmake', ['--build', buildDir, '--parallel', String(Math.max(1, availableParallelism())), '--target', ...targets], { env });
     const built = join(buildDir, 'bmoe.node');
     if (!existsSync(built)) fail(`${built}: not produced by the build`);

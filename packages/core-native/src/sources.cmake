@@ -59,6 +59,8 @@ target_include_directories(bmoe_limits PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/includ
 
 add_library(bmoe_runtime STATIC
     src/runtime/generator.cpp
+    src/runtime/generator_media.cpp
+    src/runtime/media.cpp
     src/runtime/kv_state.cpp
     src/runtime/sampler_common.cpp
     src/runtime/answer_close.cpp
@@ -85,6 +87,10 @@ add_library(bmoe_runtime STATIC
     src/sys/file_maps.cpp
     src/sys/meminfo.cpp)
 target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy bmoe_limits)
+# Images (runtime/media.cpp): llama.cpp's multimodal library, and stb_image (compiled into it) to
+# check an image's size before decoding it.
+target_link_libraries(bmoe_runtime PRIVATE mtmd)
+target_include_directories(bmoe_runtime PRIVATE ${BMOE_LLAMA_DIR}/vendor)
 target_include_directories(bmoe_runtime PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
 # answer_close.cpp reads the grammar's rules and stacks (llama.cpp's src/llama-grammar.h).
 target_include_directories(bmoe_runtime PRIVATE ${BMOE_LLAMA_DIR}/src)
@@ -94,6 +100,7 @@ add_library(bmoe SHARED
     src/addon/addon.cpp
     src/addon/model_wrap.cpp
     src/addon/model_chat.cpp
+    src/addon/model_media.cpp
     src/addon/context_wrap.cpp
     src/addon/context_embed.cpp
     ${CMAKE_JS_SRC})

@@ -36,7 +36,9 @@ function compiledObjects(): CompiledObject[] {
   const out: CompiledObject[] = [];
   for (const block of log.split(/\n(?=\S)/)) {
     const [head, ...lines] = block.split('\n');
-    const paths = lines.map((l) => l.trim()).filter(Boolean);
+    // Ninja writes sources relative to the build folder (../src/…) after cmake-js configures, and
+    // absolute after a regeneration it ran itself: both are read as ../src/….
+    const paths = lines.map((l) => l.trim().replace(/^\/.*?\/packages\/core-native\/(?=src\/|include\/)/, '../')).filter(Boolean);
     const source = paths[0] ?? '';
     const layer = /^\.\.\/src\//.test(source) ? layerOf(source) : null;
     if (!layer) continue;

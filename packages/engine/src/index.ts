@@ -2,9 +2,13 @@
 // The metrics schema is re-exported here and also available alone as `@bmoe/engine/metrics`.
 export { loadModel, type EmbedOptions, type Embeddings, type Model, type ModelInfo, type Pooling, type TokenizeOptions } from './model.js';
 export type { Session } from './session.js';
+export type { ProjectorInfo } from './projector.js';
+export { findProjector } from './projector.js';
 export type {
   AssistantMessage,
   ChatMessage,
+  ContentPart,
+  ImageSource,
   MessageDelta,
   ToolCall,
   ToolCallDelta,

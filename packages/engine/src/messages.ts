@@ -16,12 +16,30 @@ export interface ToolCall {
   };
 }
 
+/**
+ * An image in a message: a file path, a `data:image/...;base64,` URL, or the encoded bytes (PNG,
+ * JPEG, GIF, BMP, ... what llama.cpp's image reader takes).
+ */
+export type ImageSource = string | Uint8Array;
+
+/** A part of a message's content: text, or an image where it stands in the text. */
+export type ContentPart = { type: 'text'; text: string } | { type: 'image'; image: ImageSource };
+
+/** Content given as parts (Array.isArray does not narrow a readonly array). */
+export function isParts(content: ChatMessage['content']): content is readonly ContentPart[] {
+  return Array.isArray(content);
+}
+
 /** One message of a conversation. */
 export interface ChatMessage {
   /** 'system' | 'developer' | 'user' | 'assistant' | 'tool' (or any role the model's template knows). */
   role: string;
-  /** The text; null is allowed for an assistant turn that only calls tools. */
-  content: string | null;
+  /**
+   * The text; null is allowed for an assistant turn that only calls tools. Parts carry images
+   * (the model needs its projector, `LoadOptions.mmproj`); text parts are joined with newlines,
+   * images stand where they are, as llama-server joins them.
+   */
+  content: string | null | readonly ContentPart[];
   /** An assistant turn's reasoning (templates that keep it put it back in the prompt). */
   reasoningContent?: string;
   /** An assistant turn's tool calls. */
@@ -90,6 +108,18 @@ function checkToolCall(v: unknown, at: string): ToolCall {
   return { id: c.id, type: 'function', function: { name: f.name, arguments: f.arguments } };
 }
 
+function checkParts(parts: readonly unknown[], at: string): ContentPart[] {
+  return parts.map((p, i) => {
+    const part = p as { type?: unknown; text?: unknown; image?: unknown } | null;
+    if (part?.type === 'text' && isString(part.text)) return { type: 'text', text: part.text };
+    if (part?.type === 'image' && (isString(part.image) || part.image instanceof Uint8Array)) {
+      if (isString(part.image) && part.image.length === 0) throw new BmoeError('E_OPTION', `${at}[${i}].image must be a file path, a data URL or bytes, got ''`);
+      return { type: 'image', image: part.image };
+    }
+    throw new BmoeError('E_OPTION', `${at}[${i}] must be { type: 'text', text: string } or { type: 'image', image: path | data URL | Uint8Array }, got ${show(p)}`);
+  });
+}
+
 /** One message, checked and copied (only the known fields). */
 function checkMessage(m: unknown, i: number): ChatMessage {
   const at = `messages[${i}]`;
@@ -99,10 +129,11 @@ function checkMessage(m: unknown, i: number): ChatMessage {
   }
   const calls = msg.toolCalls;
   if (calls !== undefined && !Array.isArray(calls)) throw new BmoeError('E_OPTION', `${at}.toolCalls must be an array, got ${show(calls)}`);
-  if (!isString(msg.content) && !(msg.content === null && msg.role === 'assistant')) {
-    throw new BmoeError('E_OPTION', `${at}.content must be a string (null only for an assistant turn), got ${show(msg.content)}`);
+  const content = Array.isArray(msg.content) ? checkParts(msg.content as unknown[], `${at}.content`) : msg.content;
+  if (!isString(content) && !Array.isArray(content) && !(content === null && msg.role === 'assistant')) {
+    throw new BmoeError('E_OPTION', `${at}.content must be a string or an array of parts (null only for an assistant turn), got ${show(msg.content)}`);
   }
-  const out: ChatMessage = { role: msg.role, content: msg.content };
+  const out: ChatMessage = { role: msg.role, content: content as ChatMessage['content'] };
   for (const key of ['reasoningContent', 'toolCallId', 'name'] as const) {
     const v = msg[key];
     if (v === undefined) continue;
@@ -121,12 +152,31 @@ export function checkMessages(messages: unknown): ChatMessage[] {
   return messages.map(checkMessage);
 }
 
-/** The messages as OpenAI's JSON (what llama.cpp's common_chat_msgs_parse_oaicompat reads). */
-export function messagesJson(messages: readonly ChatMessage[]): string {
+/** The images of a conversation, in the order their markers appear in its formatted prompt. */
+export function messageImages(messages: readonly ChatMessage[]): ImageSource[] {
+  const out: ImageSource[] = [];
+  for (const m of messages) {
+    if (!isParts(m.content)) continue;
+    for (const p of m.content) if (p.type === 'image') out.push(p.image);
+  }
+  return out;
+}
+
+/** Content as llama.cpp reads it: a string, or text parts and media markers (`marker` where each image goes). */
+function contentJson(content: ChatMessage['content'], marker: string): unknown {
+  if (!isParts(content)) return content;
+  return content.map((p) => (p.type === 'text' ? p : { type: 'media_marker', text: marker }));
+}
+
+/**
+ * The messages as OpenAI's JSON (what llama.cpp's common_chat_msgs_parse_oaicompat reads); an
+ * image becomes a media marker part (`marker`, the projector's), as llama-server sends it.
+ */
+export function messagesJson(messages: readonly ChatMessage[], marker = '<__media__>'): string {
   return JSON.stringify(
     messages.map((m) => ({
       role: m.role,
-      content: m.content,
+      content: contentJson(m.content, marker),
       ...(m.toolCalls && m.toolCalls.length > 0 ? { tool_calls: m.toolCalls } : {}),
       ...(m.toolCallId !== undefined ? { tool_call_id: m.toolCallId } : {}),
       ...(m.name !== undefined ? { name: m.name } : {}),
@@ -140,6 +190,13 @@ export function plainMessages(messages: readonly ChatMessage[]): NativeChatMessa
   return messages.map((m, i) => {
     if (m.toolCalls && m.toolCalls.length > 0) {
       throw new BmoeError('E_UNSUPPORTED', `messages[${i}] has tool calls, which this build cannot format (the wasm32 build has no llama.cpp chat layer)`);
+    }
+    if (isParts(m.content)) {
+      const parts = m.content;
+      if (parts.some((p) => p.type === 'image')) {
+        throw new BmoeError('E_UNSUPPORTED', `messages[${i}] has an image, which this build cannot take (the wasm32 build has no multimodal library)`);
+      }
+      return { role: m.role, content: parts.map((p) => (p.type === 'text' ? p.text : '')).join('\n') };
     }
     return { role: m.role, content: m.content ?? '' };
   });

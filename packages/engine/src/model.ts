@@ -23,6 +23,7 @@ import {
 import { SessionImpl, SharedContext, type Session } from './session.js';
 import { checkMessages, type ChatMessage } from './messages.js';
 import { checkRequest, preparePrompt } from './prompt.js';
+import { findProjector, readProjector, type ProjectorInfo } from './projector.js';
 import { modelIdentity } from './state-file.js';
 import { refuseWhatWasmCannot } from './wasm-fallback.js';
 
@@ -41,6 +42,8 @@ export interface ModelInfo extends ModelHeaderInfo {
    * the current one.
    */
   stream: NativeStreamInfo | null;
+  /** The image projector loaded beside the model (LoadOptions.mmproj), or null: the model then takes text only. */
+  projector: ProjectorInfo | null;
 }
 
 /** How `Model.tokenize` reads text. */
@@ -143,7 +146,14 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
   if (opts.stream) checkStreamable(header, opts);
 
   const binding = await nativeBinding();
-  if (await nativeIsWasm()) {
+  const wasm = await nativeIsWasm();
+  // The projector's header before the model's load (a wrong file fails fast, before minutes of loading).
+  const projectorPath = opts.mmproj === 'none' ? null : opts.mmproj === 'auto' ? (wasm ? null : await findProjector(path)) : opts.mmproj;
+  if (projectorPath !== null && wasm) {
+    throw new BmoeError('E_UNSUPPORTED', 'mmproj: the wasm32-wasi build takes no images (it has no multimodal library)');
+  }
+  const projector = projectorPath === null ? null : await readProjector(projectorPath);
+  if (wasm) {
     refuseWhatWasmCannot(header, opts);
     // No repacked layouts in the wasm32-wasi build (ggml repacks only for CPU SIMD it lacks there).
     opts.repack = false;
@@ -169,8 +179,17 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
     native.close();
     throw err;
   }
+  if (projector !== null) {
+    try {
+      await native.loadProjector!(projector.path, { threads: opts.threads });
+    } catch (err) {
+      native.close();
+      const msg = messageOf(err);
+      throw new BmoeError('E_MODEL', `mmproj: ${msg.includes(projector.path) ? msg : `${projector.path}: ${msg}`}`, { cause: err });
+    }
+  }
   const n: NativeModelInfo = native.info();
-  const info: ModelInfo = { ...header, parameters: n.nParams, chatTemplate: n.chatTemplate, options: opts, load, stream: native.streamInfo() };
+  const info: ModelInfo = { ...header, parameters: n.nParams, chatTemplate: n.chatTemplate, options: opts, load, stream: native.streamInfo(), projector };
   let identity: string;
   try {
     identity = await modelIdentity(header.shards);

@@ -2,10 +2,11 @@
 // grammar constraining the answer, the stop strings and how the answer is read. Chat messages go
 // through llama.cpp's chat layer (prepareChat: the GGUF's template, tools, JSON schemas, the
 // format's parser) where the build has it; the wasm32 build formats role and text only.
-import type { NativeChatRequest, NativeGrammar, NativeModel, NativePrepareInput } from '@bmoe/core-native';
+import type { NativeChatRequest, NativeGrammar, NativeMedia, NativeMediaSpan, NativeModel, NativePrepareInput } from '@bmoe/core-native';
 import { BmoeError, messageOf } from './errors.js';
 import type { ChatParser } from './message-stream.js';
-import { messagesJson, plainMessages, type ChatMessage, type ToolDefinition } from './messages.js';
+import { loadImages, MAX_IMAGE_PIXELS } from './images.js';
+import { messageImages, messagesJson, plainMessages, type ChatMessage, type ToolDefinition } from './messages.js';
 import type { ResolvedGenerateOptions } from './options/api.js';
 import { nativePrepareOptions } from './options/native.js';
 
@@ -19,6 +20,8 @@ export interface PromptPlan {
   stops: string[];
   /** How the answer is read; null: the text is the answer. */
   parser: ChatParser | null;
+  /** The prompt's images (their cells in `tokens` carry negative ids): generate takes the handle. */
+  media?: { handle: NativeMedia; spans: NativeMediaSpan[] };
 }
 
 /** A request checked (synchronously: bad options throw before anything starts), ready to prepare. */
@@ -40,7 +43,7 @@ function unsupported(what: string): BmoeError {
 }
 
 /** Native refusals that name the option they are about ("jsonSchema: ...", "tools: ..."). */
-const OPTION_ERROR = /^(jsonSchema|tools|grammar|toolChoice): /;
+const OPTION_ERROR = /^(jsonSchema|tools|grammar|toolChoice): |^image \d+[ :]/;
 
 /** The schema as GBNF (llama.cpp's json_schema_to_grammar, on a worker thread); a schema it cannot convert is an option error. */
 async function schemaGrammar(model: NativeModel, schema: Record<string, unknown> | boolean): Promise<string> {
@@ -154,9 +157,15 @@ export async function preparePrompt(model: NativeModel, req: PromptRequest): Pro
     plan = { tokens: await prepareTokens(model, input), grammar, constraint, stops: req.stops, parser: null };
   } else {
     const { prepareChat, parseChat } = model as Required<Pick<NativeModel, 'prepareChat' | 'parseChat'>>;
+    const sources = messageImages(req.messages);
+    const projector = sources.length > 0 ? (model.projectorInfo?.() ?? null) : null;
+    if (sources.length > 0 && projector === null) {
+      throw new BmoeError('E_OPTION', 'the messages hold images but the model has no projector: load it with mmproj (--mmproj FILE, or an mmproj-*.gguf beside the model)');
+    }
+    const images = sources.length > 0 ? { images: await loadImages(sources), maxImagePixels: MAX_IMAGE_PIXELS } : {};
     let native;
     try {
-      native = await prepareChat.call(model, { messagesJson: messagesJson(req.messages), ...req.chat });
+      native = await prepareChat.call(model, { messagesJson: messagesJson(req.messages, projector?.marker), ...req.chat, ...images });
     } catch (err) {
       // A refusal about one option (a schema, a tool's parameters, a grammar over its bounds) names it.
       const message = messageOf(err);
@@ -169,6 +178,7 @@ export async function preparePrompt(model: NativeModel, req: PromptRequest): Pro
       constraint: grammarOption(native.grammar),
       stops: [...req.stops, ...native.additionalStops],
       parser: { parse: (text, partial) => parseChat.call(model, text, partial, syntax) },
+      ...(native.media ? { media: { handle: native.media, spans: native.images ?? [] } } : {}),
     };
   }
   if (plan.tokens.length === 0) throw new BmoeError('E_OPTION', 'the prompt is empty (0 tokens)');

@@ -7,7 +7,7 @@ import { checkMessages, historyMessage, type ChatMessage } from './messages.js';
 import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOptions, type ResolvedLoadOptions } from './options/api.js';
 import { nativeGenerateParams } from './options/native.js';
 import { checkRequest, contextFull, dropOldestTurn, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
-import { checkStateMeta, STATE_FORMAT, type StateMeta } from './state-file.js';
+import { checkStateMeta, stateJson, STATE_FORMAT, type StateMeta } from './state-file.js';
 
 export interface Session {
   /**
@@ -150,7 +150,7 @@ export class SessionImpl implements Session {
     };
     const tokens = this.ctx.cachedTokens(this.deps.seq).length;
     try {
-      const bytes = await this.ctx.saveState(this.deps.seq, path, JSON.stringify(meta));
+      const bytes = await this.ctx.saveState(this.deps.seq, path, stateJson(meta));
       return { bytes, tokens };
     } catch (err) {
       throw new BmoeError(messageOf(err).includes('native addon') ? 'E_UNSUPPORTED' : 'E_STATE', messageOf(err), { cause: err });
@@ -350,6 +350,7 @@ export class SessionImpl implements Session {
         if (stopped) return { stopReason: 'abort', promptTokens: plan.tokens.length, promptTokensReused: 0, promptMs: 0, generatedTokens: 0 };
         const request: NativeGenerateRequest = { tokens: plan.tokens, ...nativeGenerateParams(opts), seq };
         if (plan.grammar) request.grammar = plan.grammar;
+        if (plan.media) request.media = plan.media.handle;
         try {
           return await ctx.generate(request, (ev) => sink.token(ev));
         } catch (err) {

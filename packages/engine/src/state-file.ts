@@ -23,6 +23,16 @@ export interface StateMeta {
   extra?: unknown;
 }
 
+/**
+ * The meta as the file's header: an image given as bytes is kept as a data URL (a path or a data
+ * URL stays as given), so the restored history sends the same images again.
+ */
+export function stateJson(meta: StateMeta): string {
+  return JSON.stringify(meta, (_key, value: unknown) =>
+    value instanceof Uint8Array ? `data:application/octet-stream;base64,${Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64')}` : value,
+  );
+}
+
 const SAMPLE_HEAD = 1 << 20;
 const SAMPLE_TAIL = 1 << 16;
 

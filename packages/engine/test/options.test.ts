@@ -23,6 +23,7 @@ describe('load options', () => {
       repack: true,
       useMmap: true,
       nExpertUsed: null,
+      mmproj: 'auto',
       stream: null,
     });
     expect(defaultThreads()).toBeGreaterThanOrEqual(1);

@@ -69,3 +69,25 @@ export { makeModel, plantedSuccessors, type MakeModelOptions, type MadeModel } f
 export { routerBias, expertRanks } from './synth/fill.js';
 export { buildVocab, TokenType, type SynthVocab, type VocabStyle } from './synth/tokenizer.js';
 export { QWEN3_TEMPLATE, HARMONY_TEMPLATE, GEMMA4_TEMPLATE, QWEN35_TEMPLATE, DEEPSEEK4_TEMPLATE } from './synth/templates.js';
+
+// Multimodal projectors (mmproj) for the text presets, and test images.
+export {
+  makeProjector,
+  planProjector,
+  presetsWithProjector,
+  projectorKindOf,
+  PROJECTOR_TYPE,
+  type MakeProjectorOptions,
+  type ProjectorKind,
+  type ProjectorOptions,
+  type ProjectorPlan,
+  type VisionShape,
+} from './synth/mmproj.js';
+export {
+  imageFormatFromPath,
+  makeTestImage,
+  testImagePixels,
+  type ImageFormat,
+  type MakeTestImageOptions,
+  type TestImageOptions,
+} from './synth/image.js';

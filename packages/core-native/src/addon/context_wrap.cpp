@@ -2,6 +2,7 @@
 
 #include "args.h"
 #include "js_objects.h"
+#include "media_handle.h"
 
 #include "bmoe/runtime/kv_state.h"
 #include "bmoe/runtime/log_capture.h"
@@ -112,6 +113,10 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
         const model_state * m = self->model.get();
         g.file_check = [m](bool full) { return m->file_check(full); };
     }
+    const int32_t n_batch = g.n_batch;
+    g.eval_media = [ctx, n_batch](const media_prompt & m, const media_span & s, llama_pos pos, int32_t seq) {
+        media_eval(m, ctx, s, pos, seq, n_batch);
+    };
     g.attach();
     self->seq_busy.assign(p.n_seq, false);
     self->embeddings = p.embeddings;
@@ -229,6 +234,7 @@ Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
     js_reader reader;
     generate_request req = read_generate_request(reader, r);
     throw_if_failed(env, reader);
+    req.media = media_from_js(env, r.Get("media"));
     if (req.seq >= (int32_t) seq_busy.size()) {
         throw Napi::RangeError::New(env, "generate: seq " + std::to_string(req.seq) + " is not a sequence of this context (0.." +
                                              std::to_string(seq_busy.size() - 1) + ")");
@@ -378,7 +384,7 @@ Napi::Value context_wrap::save_state(const Napi::CallbackInfo & info) {
     llama_context * c = ctx;
     return queue_op(env, [g, c, seq, path, meta] {
         if (g->cached[(size_t) seq].empty()) throw std::runtime_error(path + ": nothing to save (the sequence holds no tokens)");
-        return (double) kv_state_save(c, seq, g->cached[(size_t) seq], meta, path);
+        return (double) kv_state_save(c, seq, g->cached[(size_t) seq], g->cached_media[(size_t) seq], meta, path);
     });
 }
 
@@ -392,11 +398,16 @@ Napi::Value context_wrap::load_state(const Napi::CallbackInfo & info) {
     return queue_op(env, [g, c, seq, path, meta] {
         std::vector<llama_token> & cached = g->cached[(size_t) seq];
         try {
-            cached = kv_state_load(c, seq, meta, path);
+            kv_saved saved = kv_state_load(c, seq, meta, path);
+            cached                        = std::move(saved.tokens);
+            g->cached_media[(size_t) seq] = std::move(saved.media);
         } catch (...) {
             // A file refused before the sequence was touched leaves it as it was; one llama.cpp
             // refused midway leaves it empty.
-            if (llama_memory_seq_pos_max(llama_get_memory(c), seq) < 0) cached.clear();
+            if (llama_memory_seq_pos_max(llama_get_memory(c), seq) < 0) {
+                cached.clear();
+                g->cached_media[(size_t) seq].clear();
+            }
             throw;
         }
         return (double) cached.size();

@@ -3,6 +3,7 @@
 #include "model_wrap.h"
 
 #include "args.h"
+#include "media_handle.h"
 #include "promise_worker.h"
 
 #include "bmoe/limits/grammar_limits.h"
@@ -104,6 +105,10 @@ Napi::Object plan_to_js(Napi::Env env, const chat_plan & plan) {
     o.Set("grammar", grammar_to_js(env, plan.grammar));
     o.Set("additionalStops", strings_to_js(env, plan.additional_stops));
     o.Set("syntax", syntax_to_js(env, plan.syntax));
+    if (plan.media) {
+        o.Set("media", media_to_js(env, plan.media));
+        o.Set("images", media_spans_to_js(env, *plan.media));
+    }
     return o;
 }
 
@@ -116,20 +121,26 @@ void model_wrap::add_methods(std::vector<Napi::ClassPropertyDescriptor<model_wra
     methods.push_back(InstanceMethod("checkGrammar", &model_wrap::check_grammar));
     methods.push_back(InstanceMethod("checkJsonSchema", &model_wrap::check_json_schema));
     methods.push_back(InstanceMethod("checkTools", &model_wrap::check_tools));
+    methods.push_back(InstanceMethod("loadProjector", &model_wrap::load_projector));
+    methods.push_back(InstanceMethod("projectorInfo", &model_wrap::projector_info));
 }
 
 Napi::Value model_wrap::prepare_chat(const Napi::CallbackInfo & info) {
     Napi::Env env = info.Env();
     live(env);
     js_reader r;
-    chat_request req = read_chat_request(r, arg_object(info, 0, "prepareChat(request)"));
+    const Napi::Object in = arg_object(info, 0, "prepareChat(request)");
+    chat_request req = read_chat_request(r, in);
+    read_chat_images(r, in, *state, req);
     throw_if_failed(env, r);
     // Formatting, grammar derivation and tokenizing run off the JS thread, as prepare() does.
     std::shared_ptr<model_state> st = state;
     return run_on_worker<chat_plan>(
         env,
         [st, req = std::move(req)]() {
-            return chat_plan_make(*st, req);  // its errors name the template or the option
+            chat_plan plan = chat_plan_make(*st, req);  // its errors name the template or the option
+            if (plan.media) plan.media->owner = st;       // the projector's model outlives the handle
+            return plan;
         },
         [](Napi::Env e, chat_plan & plan) -> Napi::Value { return plan_to_js(e, plan); });
 }

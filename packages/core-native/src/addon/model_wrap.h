@@ -33,6 +33,9 @@ struct model_wrap : public Napi::ObjectWrap<model_wrap> {
     Napi::Value check_grammar(const Napi::CallbackInfo & info);
     Napi::Value check_json_schema(const Napi::CallbackInfo & info);
     Napi::Value check_tools(const Napi::CallbackInfo & info);
+    // Images (model_media.cpp): the projector (mmproj) beside the model.
+    Napi::Value load_projector(const Napi::CallbackInfo & info);
+    Napi::Value projector_info(const Napi::CallbackInfo & info);
     static void add_methods(std::vector<Napi::ClassPropertyDescriptor<model_wrap>> & methods);
 
     // Throws a JS error when the model was closed.

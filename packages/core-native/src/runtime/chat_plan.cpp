@@ -324,7 +324,13 @@ chat_plan chat_plan_make(const model_state & m, const chat_request & r) {
         throw bounds.error(e, "chat template");  // json and invalid_argument errors become one kind
     }
     chat_plan plan;
-    plan.tokens = chat_text_tokens(llama_model_get_vocab(m.model), p.prompt);
+    if (r.images.empty()) {
+        plan.tokens = chat_text_tokens(llama_model_get_vocab(m.model), p.prompt);
+    } else {
+        if (!r.proj) throw std::runtime_error("the messages hold images but the model has no projector (mmproj) loaded");
+        plan.media  = std::make_shared<media_prompt>();
+        plan.tokens = media_tokenize(r.proj, p.prompt, r.images, r.limits, true, *plan.media);
+    }
     plan.additional_stops = p.additional_stops;
     plan.syntax.format            = (int32_t) p.format;
     plan.syntax.format_name       = common_chat_format_name(p.format);

@@ -2,6 +2,8 @@
 
 #include "bmoe/runtime/tokenize.h"
 
+#include "decode_timer.h"
+
 #include "bmoe/sys/proc_stats.h"
 
 #ifdef BMOE_HAVE_BARRIER_SPIN
@@ -17,35 +19,6 @@
 namespace bmoe {
 
 namespace {
-
-
-// Measures one llama_decode: wall time, process counters, and the observer's stream counters.
-struct decode_timer {
-    decode_observer * obs;
-    proc_stats        p0;
-    double            t0;
-
-    decode_timer(decode_observer * o, std::atomic<bool> * abort) : obs(o), p0(proc_stats_now()), t0(now_ms()) {
-        if (obs) obs->begin_decode(abort);
-    }
-
-    token_metrics finish() {
-        token_metrics m;
-        m.wall_ms = now_ms() - t0;
-        const proc_stats p1 = proc_stats_now();
-        m.cpu_ms       = p1.cpu_ms - p0.cpu_ms;
-        m.major_faults = p1.major_faults - p0.major_faults;
-        m.minor_faults = p1.minor_faults - p0.minor_faults;
-        if (obs) {
-            obs->end_decode(m);
-        }
-        if (m.compute_ms == 0) {
-            m.compute_ms = std::max(0.0, m.wall_ms - m.io_ms - m.mgmt_ms - m.stall_ms);
-        }
-        m.rss_bytes = proc_rss_bytes();
-        return m;
-    }
-};
 
 struct barrier_counts {
     uint64_t waits = 0;
@@ -147,6 +120,7 @@ generator::~generator() {
 
 void generator::attach() {
     cached.assign((size_t) n_seq, {});
+    cached_media.assign((size_t) n_seq, {});
     // BMOE_WAIT overrides the barrier waiting (auto, spin, sleep, upstream) for measuring it.
     if (const char * w = std::getenv("BMOE_WAIT")) {
         if (!wait_mode_parse(w, waits.mode)) std::fprintf(stderr, "bmoe: BMOE_WAIT=%s is not auto, spin, sleep or upstream; using auto\n", w);
@@ -177,10 +151,12 @@ void generator::reset(int32_t seq) {
     if (seq < 0) {
         llama_memory_clear(mem, true);
         for (auto & c : cached) c.clear();
+        for (auto & c : cached_media) c.clear();
         return;
     }
     llama_memory_seq_rm(mem, seq, -1, -1);
     cached[(size_t) seq].clear();
+    cached_media[(size_t) seq].clear();
 }
 
 void generator::check_request(const generate_request & req) const {
@@ -201,15 +177,19 @@ void generator::check_request(const generate_request & req) const {
                                  " tokens but the context holds " + std::to_string(n_ctx));
     }
     const int32_t n_vocab = llama_vocab_n_tokens(vocab);
+    if (req.media) {
+        check_media(req);
+        return;
+    }
     for (llama_token t : req.tokens) {
         if (t < 0 || t >= n_vocab) {
             throw std::runtime_error("token id " + std::to_string(t) + " is outside the vocabulary (0.." +
-                                     std::to_string(n_vocab - 1) + ")");
+                                     std::to_string(n_vocab - 1) + ")" + (is_media_token(t) ? " (an image's cell without its image)" : ""));
         }
     }
 }
 
-size_t generator::keep_cached_prefix(int32_t seq, const std::vector<llama_token> & tokens) {
+size_t generator::keep_cached_prefix(int32_t seq, const std::vector<llama_token> & tokens, const media_prompt * media) {
     // Reuse the longest cached prefix; at least one token must be evaluated to get logits.
     std::vector<llama_token> & c = cached[(size_t) seq];
     size_t n_keep = 0;
@@ -219,23 +199,26 @@ size_t generator::keep_cached_prefix(int32_t seq, const std::vector<llama_token>
     if (n_keep == tokens.size()) {
         n_keep--;
     }
+    n_keep = media_cut(seq, n_keep, media);
     llama_memory_t mem = llama_get_memory(ctx);
-    if (!llama_memory_seq_rm(mem, seq, (llama_pos) n_keep, -1)) {
+    if (!llama_memory_seq_rm(mem, seq, pos_at(seq, n_keep), -1)) {
         llama_memory_seq_rm(mem, seq, -1, -1);
         n_keep = 0;
+        cached_media[(size_t) seq].clear();
     }
     c.resize(n_keep);
     return n_keep;
 }
 
 void generator::drop_uncached(int32_t seq) {
-    llama_memory_seq_rm(llama_get_memory(ctx), seq, (llama_pos) cached[(size_t) seq].size(), -1);
+    llama_memory_seq_rm(llama_get_memory(ctx), seq, pos_at(seq, cached[(size_t) seq].size()), -1);
 }
 
 bool generator::shift_context(int32_t seq) {
     llama_memory_t mem = llama_get_memory(ctx);
     std::vector<llama_token> & c = cached[(size_t) seq];
-    if (!llama_memory_can_shift(mem) || c.size() < 4) return false;
+    // Shifting cells would cut through images' positions: a sequence holding one stops instead.
+    if (!llama_memory_can_shift(mem) || c.size() < 4 || !cached_media[(size_t) seq].empty()) return false;
     const int32_t n_keep    = 1;  // the first token (BOS where the model has one)
     const int32_t n_past    = (int32_t) c.size();
     const int32_t n_discard = (n_past - n_keep) / 2;
@@ -263,18 +246,26 @@ void generator::start(generation & g) {
         check_request(g.req);
         // Scoring the prompt needs its logits at every position: nothing cached is reused.
         if (g.req.prompt_logprobs) reset(g.req.seq);
-        const size_t n_keep       = keep_cached_prefix(g.req.seq, g.req.tokens);
+        const size_t n_keep = keep_cached_prefix(g.req.seq, g.req.tokens, g.req.media.get());
         g.result.n_prompt        = (int32_t) g.req.tokens.size();
         g.result.n_prompt_reused = (int32_t) n_keep;
         if (!watched(g, [&] {
                 g.smpl = sampler_init(llama_get_model(ctx), n_ctx_seq(), g.req.sampling);
-                sampler_accept_prompt(g.smpl.get(), g.req.tokens);
+                if (!g.req.media) {
+                    sampler_accept_prompt(g.smpl.get(), g.req.tokens);
+                } else {
+                    // The sampler sees the text (penalties, grammars); an image's cells are not tokens.
+                    std::vector<llama_token> text;
+                    for (llama_token t : g.req.tokens) if (!is_media_token(t)) text.push_back(t);
+                    sampler_accept_prompt(g.smpl.get(), text);
+                }
             })) {
             finish(g, "abort");
             return;
         }
         g.pending.assign(g.req.tokens.begin() + (long) n_keep, g.req.tokens.end());
-        g.pending_at = 0;
+        g.pending_base = n_keep;
+        g.pending_at   = 0;
         g.in_prompt  = true;
         g.t_prompt   = now_ms();
     } catch (const std::exception & e) {
@@ -309,14 +300,18 @@ void generator::step(const std::vector<generation *> & active) {
         const std::vector<llama_token> & c = cached[(size_t) g->req.seq];
         g->logits_at  = batch.n_tokens;
         g->n_in_batch = 1;
-        batch_add(batch, g->next, (llama_pos) c.size(), g->req.seq, true);
+        batch_add(batch, g->next, pos_at(g->req.seq, c.size()), g->req.seq, true);
         in_batch.push_back(g);
     }
     // Then prompt chunks in what is left of n_batch; a prompt's last token asks for logits.
     for (generation * g : active) {
         if (g->done || !g->in_prompt || batch.n_tokens >= batch_cap || !admit(*g)) continue;
-        const size_t n = std::min(g->pending.size() - g->pending_at, (size_t) (batch_cap - batch.n_tokens));
-        const llama_pos p0 = (llama_pos) cached[(size_t) g->req.seq].size();
+        if (const media_span * s = pending_media(*g)) {
+            if (!step_media(*g, *s)) continue;
+        }
+        const size_t n = text_before_media(*g, std::min(g->pending.size() - g->pending_at, (size_t) (batch_cap - batch.n_tokens)));
+        if (n == 0) continue;
+        const llama_pos p0 = pos_at(g->req.seq, cached[(size_t) g->req.seq].size());
         g->prompt_row = batch.n_tokens;
         for (size_t i = 0; i < n; i++) {
             const bool last = g->pending_at + i + 1 == g->pending.size();

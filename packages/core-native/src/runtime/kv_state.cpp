@@ -13,8 +13,17 @@ namespace bmoe {
 
 namespace {
 
-constexpr char     k_magic[8]   = { 'B', 'M', 'O', 'E', 'K', 'V', '0', '1' };
-constexpr uint32_t k_meta_max   = 1u << 20;
+constexpr char     k_magic[8]   = { 'B', 'M', 'O', 'E', 'K', 'V', '0', '2' };
+constexpr char     k_magic_v1[8] = { 'B', 'M', 'O', 'E', 'K', 'V', '0', '1' };  // no image section
+
+// An image's record in the file.
+struct span_record {
+    uint32_t start;
+    int32_t  n_tokens;
+    int32_t  n_pos;
+    int32_t  id;
+};
+constexpr uint32_t k_meta_max   = 64u << 20;  // a history with images keeps them as data URLs
 
 // 64-bit, eight bytes at a time (FNV-1a's constants over words): a damaged or cut file is caught
 // at several hundred MB/s, where the byte-wise hash would add seconds to a big model's restore.
@@ -98,11 +107,14 @@ std::vector<uint8_t> read_all(const std::string & path, uint64_t limit) {
     return buf;
 }
 
-// The header: magic and meta.
-std::string read_meta(reader & r) {
-    if (std::memcmp(r.take(sizeof(k_magic), "header"), k_magic, sizeof(k_magic)) != 0) {
+// The header: magic and meta. `v1`: the file has no image section.
+std::string read_meta(reader & r, bool * v1 = nullptr) {
+    const uint8_t * magic = r.take(sizeof(k_magic), "header");
+    const bool old = std::memcmp(magic, k_magic_v1, sizeof(k_magic_v1)) == 0;
+    if (!old && std::memcmp(magic, k_magic, sizeof(k_magic)) != 0) {
         throw std::runtime_error(r.path + ": not a bmoe KV state file (bad magic)");
     }
+    if (v1) *v1 = old;
     const uint32_t n = r.value<uint32_t>("header");
     if (n > k_meta_max) throw std::runtime_error(r.path + ": not a bmoe KV state file (a header of " + std::to_string(n) + " bytes)");
     const uint8_t * p = r.take(n, "header");
@@ -111,8 +123,10 @@ std::string read_meta(reader & r) {
 
 }  // namespace
 
-uint64_t kv_state_save(llama_context * ctx, int32_t seq, const std::vector<llama_token> & tokens, const std::string & meta,
-                       const std::string & path) {
+uint64_t kv_state_save(llama_context * ctx, int32_t seq, const std::vector<llama_token> & tokens,
+                       const std::vector<media_span> & media, const std::string & meta, const std::string & path) {
+    std::vector<span_record> spans;
+    for (const media_span & s : media) spans.push_back({ (uint32_t) s.start, s.n_tokens, s.n_pos, s.id });
     std::vector<uint8_t> state(llama_state_seq_get_size(ctx, seq));
     const size_t n_state = llama_state_seq_get_data(ctx, state.data(), state.size(), seq);
     if (n_state == 0 && !state.empty()) throw std::runtime_error(path + ": llama.cpp could not copy the sequence's KV state");
@@ -130,6 +144,9 @@ uint64_t kv_state_save(llama_context * ctx, int32_t seq, const std::vector<llama
         put(f.get(), sum, meta.data(), meta.size(), tmp);
         put(f.get(), sum, &n_tok, sizeof(n_tok), tmp);
         put(f.get(), sum, tokens.data(), tokens.size() * sizeof(llama_token), tmp);
+        const uint32_t n_spans = (uint32_t) spans.size();
+        put(f.get(), sum, &n_spans, sizeof(n_spans), tmp);
+        put(f.get(), sum, spans.data(), spans.size() * sizeof(span_record), tmp);
         put(f.get(), sum, &n_st, sizeof(n_st), tmp);
         put(f.get(), sum, state.data(), state.size(), tmp);
         const uint64_t h = sum.value();
@@ -142,7 +159,8 @@ uint64_t kv_state_save(llama_context * ctx, int32_t seq, const std::vector<llama
         std::remove(tmp.c_str());
         throw;
     }
-    return sizeof(k_magic) + 4 + meta.size() + 4 + tokens.size() * sizeof(llama_token) + 8 + state.size() + 8;
+    return sizeof(k_magic) + 4 + meta.size() + 4 + tokens.size() * sizeof(llama_token) + 4 + spans.size() * sizeof(span_record) + 8 +
+           state.size() + 8;
 }
 
 std::string kv_state_meta(const std::string & path) {
@@ -160,11 +178,37 @@ static uint64_t state_bound(const llama_context * ctx, uint64_t n_tokens) {
     return n_tokens * (uint64_t) llama_model_n_layer(m) * 4 * (uint64_t) llama_model_n_embd(m) * 4 + (16u << 20);
 }
 
-std::vector<llama_token> kv_state_load(llama_context * ctx, int32_t seq, const std::string & meta, const std::string & path) {
-    const uint64_t head_max = sizeof(k_magic) + 4 + k_meta_max + 4 + (uint64_t) llama_n_ctx_seq(ctx) * sizeof(llama_token) + 8;
+// The image section: each image within the tokens, in order, over cells of its own id.
+static std::vector<media_span> read_spans(reader & r, const std::vector<llama_token> & tokens) {
+    const uint32_t n = r.value<uint32_t>("images");
+    if ((uint64_t) n * sizeof(span_record) > r.buf.size() - r.at) throw std::runtime_error(r.path + ": not a complete KV state file (cut short in its images)");
+    std::vector<media_span> out;
+    size_t end = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        span_record s;
+        std::memcpy(&s, r.take(sizeof(s), "images"), sizeof(s));
+        const bool ok = s.start >= end && s.n_tokens > 0 && s.n_pos > 0 && s.n_pos <= s.n_tokens && is_media_token(s.id) &&
+                        (uint64_t) s.start + (uint64_t) s.n_tokens <= tokens.size() &&
+                        std::all_of(tokens.begin() + s.start, tokens.begin() + s.start + s.n_tokens, [&](llama_token t) { return t == s.id; });
+        if (!ok) throw std::runtime_error(r.path + ": the KV state file is damaged (image " + std::to_string(i + 1) + " does not match its tokens)");
+        media_span m;
+        m.start    = s.start;
+        m.n_tokens = s.n_tokens;
+        m.n_pos    = s.n_pos;
+        m.id       = s.id;
+        out.push_back(m);
+        end = s.start + (size_t) s.n_tokens;
+    }
+    return out;
+}
+
+kv_saved kv_state_load(llama_context * ctx, int32_t seq, const std::string & meta, const std::string & path) {
+    const uint64_t n_ctx    = llama_n_ctx_seq(ctx);
+    const uint64_t head_max = sizeof(k_magic) + 4 + k_meta_max + 4 + n_ctx * sizeof(llama_token) + 4 + n_ctx * sizeof(span_record) + 8;
     const std::vector<uint8_t> buf = read_all(path, head_max + state_bound(ctx, llama_n_ctx_seq(ctx)) + 8);
     reader r{ buf, path };
-    if (read_meta(r) != meta) {
+    bool v1 = false;
+    if (read_meta(r, &v1) != meta) {
         throw std::runtime_error(path + ": the KV state was saved for another model or other context parameters");
     }
     const uint32_t n_tok = r.value<uint32_t>("tokens");
@@ -174,6 +218,14 @@ std::vector<llama_token> kv_state_load(llama_context * ctx, int32_t seq, const s
     }
     std::vector<llama_token> tokens(n_tok);
     std::memcpy(tokens.data(), r.take((size_t) n_tok * sizeof(llama_token), "tokens"), (size_t) n_tok * sizeof(llama_token));
+    kv_saved saved;
+    if (!v1) saved.media = read_spans(r, tokens);
+    // Every image cell belongs to an image; anything else is a vocabulary id.
+    size_t covered = 0;
+    for (const media_span & s : saved.media) covered += (size_t) s.n_tokens;
+    if ((size_t) std::count_if(tokens.begin(), tokens.end(), [](llama_token t) { return t < 0; }) != covered) {
+        throw std::runtime_error(path + ": the KV state file is damaged (token ids outside the vocabulary)");
+    }
     const uint64_t n_st = r.value<uint64_t>("state");
     if (n_st > state_bound(ctx, n_tok)) {
         throw std::runtime_error(path + ": not a KV state file of this model (its state claims " + std::to_string(n_st) + " bytes for " +
@@ -191,7 +243,8 @@ std::vector<llama_token> kv_state_load(llama_context * ctx, int32_t seq, const s
         llama_memory_seq_rm(llama_get_memory(ctx), seq, -1, -1);
         throw std::runtime_error(path + ": llama.cpp refused the KV state (saved by another build or context?)");
     }
-    return tokens;
+    saved.tokens = std::move(tokens);
+    return saved;
 }
 
 }  // namespace bmoe

@@ -68,6 +68,10 @@ void log_capture_install() {
     if (!g_forward) common_log_pause(common_log_main());
 }
 
+ggml_log_callback log_capture_callback() {
+    return on_log;
+}
+
 void log_capture_reset() {
     std::lock_guard<std::mutex> lock(g_mutex);
     g_errors.clear();

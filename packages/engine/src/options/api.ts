@@ -55,6 +55,13 @@ export interface LoadOptions {
   useMmap?: boolean;
   /** Override the model's top-k routing (`<arch>.expert_used_count`); lossy. Default: the model's own. */
   nExpertUsed?: number;
+  /**
+   * The image projector (mmproj GGUF) of a vision model: a path, 'auto' (an `mmproj*.gguf` in the
+   * model's folder, as the hub names them; F16 preferred when there are several) or 'none'.
+   * Loaded resident beside the model (streamed experts stay streamed). Default 'auto'. The
+   * wasm32-wasi build takes no images (a path is refused, 'auto' finds nothing).
+   */
+  mmproj?: string;
   /** Expert streaming. Default: none (resident). */
   stream?: StreamOptions;
   /** Called with the loaded fraction (0 … 1, increasing, ending at 1) as llama.cpp loads. Default: none. */
@@ -69,6 +76,8 @@ export interface ResolvedLoadOptions {
   repack: boolean;
   useMmap: boolean;
   nExpertUsed: number | null;
+  /** The projector's path as given, 'auto' or 'none' (ModelInfo.projector says what was loaded). */
+  mmproj: string;
   stream: ResolvedStreamOptions | null;
 }
 

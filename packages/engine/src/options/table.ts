@@ -118,6 +118,12 @@ export const OPTION_TABLE = [
     value: bool, default: C.model.useMmap.default, defaultText: 'on',
     help: 'map the file rather than reading it into memory',
   },
+  // Read in JS (checked as a projector GGUF), then loaded natively beside the model (loadProjector).
+  {
+    key: 'mmproj', group: 'model', flag: '--mmproj', arg: 'FILE', native: null,
+    value: { type: 'string' }, default: 'auto', defaultText: "auto: an mmproj*.gguf beside the model, if there is one",
+    help: "the image projector (mmproj GGUF) of a vision model; 'auto' takes the mmproj*.gguf beside the model, 'none' loads none",
+  },
   // Checked against the model's expert count once the header is read (inspect.ts); travels as a kv override.
   {
     key: 'nExpertUsed', group: 'model', flag: '--n-expert-used', arg: 'K', native: { params: 'model', key: 'kvOverrides.<arch>.expert_used_count' },

@@ -4,6 +4,7 @@
 // (which also derives the grammar for tool calls and JSON schemas), and answers are read back by
 // common_chat_parse (reasoning, content, tool calls). Native addon only: the wasm32-wasi build
 // has no common library.
+#include "bmoe/runtime/media.h"
 #include "bmoe/runtime/sampler.h"
 
 #include "llama.h"
@@ -25,6 +26,10 @@ struct chat_request {
     std::string grammar;                    // the answer's GBNF; "" = none
     bool        chatml = false;             // ChatML instead of the GGUF's template
     bool        think  = true;              // false: the template's no-reasoning variant
+    // Encoded images, one per media marker in the messages' text (in order), read through `proj`.
+    std::vector<std::string>   images;
+    image_limits               limits;
+    std::shared_ptr<projector> proj;
 };
 
 // How an answer is read back (opaque to JavaScript; handed back to chat_parse).
@@ -38,6 +43,7 @@ struct chat_syntax {
 
 struct chat_plan {
     std::vector<llama_token> tokens;        // the prompt (special tokens parsed, one BOS)
+    std::shared_ptr<media_prompt> media;    // its images (their cells in tokens); null = none
     grammar_spec             grammar;       // gbnf "" = free text
     std::vector<std::string> additional_stops;
     chat_syntax              syntax;

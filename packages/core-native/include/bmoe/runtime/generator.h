@@ -7,6 +7,7 @@
 // abort (per generation), context shift. One generator per llama_context; not thread-safe except
 // the atomics (`generation::abort`, `stop_decode`).
 #include "bmoe/compute/wait_policy.h"
+#include "bmoe/runtime/media.h"
 #include "bmoe/runtime/sampler.h"
 #include "bmoe/runtime/token_probs.h"
 #include "bmoe/stream/decode_observer.h"
@@ -37,6 +38,8 @@ struct generate_request {
     int32_t                  n_probs = (int32_t) contract::generate::n_probs.def;
     // Score the prompt too: logits at every prompt position, so no cached prefix is reused.
     bool                     prompt_logprobs = contract::generate::prompt_logprobs.def;
+    // The prompt's images (runtime/media): their cells in `tokens` carry media tokens; null = text.
+    std::shared_ptr<const media_prompt> media;
 };
 
 struct token_event {
@@ -74,6 +77,7 @@ struct generation {
     sampler_ptr              smpl;
     std::vector<llama_token> pending;        // prompt tokens not evaluated yet
     size_t                   pending_at = 0;
+    size_t                   pending_base = 0;  // req.tokens index of pending[0] (the reused prefix)
     llama_token              next       = LLAMA_TOKEN_NULL;  // sampled, fed back at the next step
     int32_t                  logits_at  = -1;  // its row in this step's batch, -1 = none
     int32_t                  n_in_batch = 0;   // tokens it has in this step's batch
@@ -95,6 +99,13 @@ struct generator {
     // anyway). Empty function: no check (the wasm build reads the file into memory).
     std::function<std::string(bool full)> file_check;
     std::vector<std::vector<llama_token>> cached;  // per sequence: tokens whose KV entries are in ctx
+    // Per sequence: the images among its cached tokens (no chunk kept), in order. A cell's
+    // position is its index less what the images before it save (M-RoPE: an image takes n_pos
+    // positions for n_tokens cells).
+    std::vector<std::vector<media_span>> cached_media;
+    // Encodes an image and decodes its embeddings into `ctx` at `pos` of `seq` (runtime/media's
+    // media_eval, set by the native addon; the wasm build takes no images). Throws one line.
+    std::function<void(const media_prompt & m, const media_span & s, llama_pos pos, int32_t seq)> eval_media;
     // Raised by the observer (a decode it cannot finish) or by the owner (closing): the running
     // llama_decode stops at its next graph node. Cleared at the start of every step.
     std::atomic<bool>        stop_decode{false};
@@ -135,8 +146,9 @@ struct generator {
     // (patch 0004): false when aborted; past the budget, a one-line error.
     template <class F> bool watched(generation & g, F && f);
     void   check_request(const generate_request & req) const;
+    void   check_media(const generate_request & req) const;  // a request with images: its cells and spans agree
     // Keeps the KV entries of the longest prefix `tokens` shares with the sequence's cache.
-    size_t keep_cached_prefix(int32_t seq, const std::vector<llama_token> & tokens);
+    size_t keep_cached_prefix(int32_t seq, const std::vector<llama_token> & tokens, const media_prompt * media);
     void   drop_uncached(int32_t seq);
     // False when the memory cannot shift (the caller then stops with "context").
     bool   shift_context(int32_t seq);
@@ -145,6 +157,17 @@ struct generator {
     // After a successful decode: g's sampling, its token event, its end.
     void   sample(generation & g, const token_metrics & step_metrics);
     void   score_prompt(generation & g);  // prompt_logprobs: the chunk just decoded
+    // A reusable prefix of n_keep cells cut back to the start of an image it ends inside (cached or
+    // the request's); the sequence's record of images drops those past it.
+    size_t media_cut(int32_t seq, size_t n_keep, const media_prompt * media);
+    // The position of cell `index` of a sequence whose images before it are cached_media's.
+    llama_pos pos_at(int32_t seq, size_t index) const;
+    // g's image starting at its next pending token, or null.
+    const media_span * pending_media(const generation & g) const;
+    // Evaluates that image (its own decodes, timed like a step): false when g ended.
+    bool   step_media(generation & g, const media_span & s);
+    // Of n prompt tokens g could put in this step, how many come before its next image.
+    size_t text_before_media(const generation & g, size_t n) const;
     void   finish(generation & g, const char * reason);
     void   fail(generation & g, const std::string & why);
 

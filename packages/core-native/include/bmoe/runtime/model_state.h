@@ -28,6 +28,7 @@ struct model_load_params {
 
 struct streamer;
 struct file_guard;
+struct projector;
 
 // A lock taken in arrival order (a ticket lock): two contexts stepping one streamed model
 // alternate. A plain mutex let the thread that just released it take it again at once, so one
@@ -60,6 +61,9 @@ struct model_state {
     std::unique_ptr<streamer> stream;  // set when the experts are streamed
     std::vector<std::unique_ptr<file_guard>> guards; // SIGBUS recovery and change check, per mapped file (shard)
     turn_lock              decode_turns; // contexts of one model decode one step at a time when streamed, in turn
+    // The image projector (runtime/media), once loaded: resident, beside the streamed experts.
+    // Set and read on the JS thread; a chat plan holds its own reference while it is prepared.
+    std::shared_ptr<projector> proj;
 
     ~model_state();
 
