@@ -186,6 +186,24 @@ describe.runIf(nativeAvailable)('images (native)', () => {
     }
   });
 
+  it('sessions decoded together (one with an image, one without, streamed too) each get the tokens they get alone', async () => {
+    for (const f of fixtures.filter((x) => x.seed === 2)) {
+      for (const stream of [undefined, { moeStream: true, cacheMb: 0 }] as const) {
+        const model = await loadModel(f.model, { threads: 2, ...(stream ? { stream } : {}) });
+        try {
+          const withImage = ask(images['b.jpg']!);
+          const text: ChatMessage[] = [{ role: 'user', content: 'Tell me a story about a boat and a bird.' }];
+          const alone = [await model.createSession().generate(withImage, { maxTokens: N }).result, await model.createSession().generate(text, { maxTokens: N }).result];
+          const [a, b] = model.createSessions(2);
+          const together = await Promise.all([a!.generate(withImage, { maxTokens: N }).result, b!.generate(text, { maxTokens: N }).result]);
+          expect(together.map((r) => r.tokens), `${f.preset} ${stream ? 'streamed' : 'resident'}`).toEqual(alone.map((r) => r.tokens));
+        } finally {
+          await model.close();
+        }
+      }
+    }
+  });
+
   it('refuses bad images and files in one line, and the model goes on', async () => {
     const f = fixtures.find((x) => x.preset === 'tiny-gemma4')!;
     const model = await loadModel(f.model, { threads: 2 });

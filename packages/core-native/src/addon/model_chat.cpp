@@ -138,9 +138,7 @@ Napi::Value model_wrap::prepare_chat(const Napi::CallbackInfo & info) {
     return run_on_worker<chat_plan>(
         env,
         [st, req = std::move(req)]() {
-            chat_plan plan = chat_plan_make(*st, req);  // its errors name the template or the option
-            if (plan.media) plan.media->owner = st;       // the projector's model outlives the handle
-            return plan;
+            return chat_plan_make(*st, req);  // its errors name the template or the option
         },
         [](Napi::Env e, chat_plan & plan) -> Napi::Value { return plan_to_js(e, plan); });
 }

@@ -7,6 +7,7 @@
 #include "bmoe/layout/expert_layout.h"
 #include "bmoe/layout/model_files.h"
 #include "bmoe/stream/streamer.h"
+#include "bmoe/sys/file_maps.h"
 #include "bmoe/vm/expert_memory.h"
 #include "bmoe/vm/file_guard.h"
 
@@ -41,14 +42,15 @@ namespace {
 // The streamer of a loaded model: the top-k in force (the model's, or an override), each shard's
 // mapping base, and the options (with --repack, experts are cached in llama.cpp's CPU_REPACK
 // layout, converted as they are read).
-std::unique_ptr<streamer> make_streamer(const model_load_params & p, const expert_layout & layout) {
+std::unique_ptr<streamer> make_streamer(const model_load_params & p, const expert_layout & layout,
+                                        const std::vector<std::vector<file_vma>> & mapped_before) {
     int32_t top_k = layout.n_expert_used;
     const std::string key = layout.arch + ".expert_used_count";
     for (const auto & kv : p.kv_overrides) {
         if (key == kv.key && kv.tag == LLAMA_KV_OVERRIDE_TYPE_INT) top_k = (int32_t) kv.val_i64;
     }
     std::vector<uint8_t *> bases;
-    for (const auto & sh : layout.shards) bases.push_back(find_mapping_base(sh.path));
+    for (size_t i = 0; i < layout.shards.size(); i++) bases.push_back(find_mapping_base(layout.shards[i].path, mapped_before[i]));
     stream_config sc = p.stream;
     sc.repack = p.repack;
     return std::make_unique<streamer>(sc, layout, bases, top_k);
@@ -76,6 +78,9 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
         if (!p.use_mmap) throw std::runtime_error("--moe-stream needs the model mapped (useMmap)");
         layout = expert_layout_read(p.path);
     }
+    // The files' mappings before this load: the streamer takes the one this load makes.
+    std::vector<std::vector<file_vma>> mapped_before;
+    for (const auto & sh : layout.shards) mapped_before.push_back(file_mappings(sh.path));
 
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers    = 0;
@@ -107,7 +112,7 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
     auto st_ptr = std::make_shared<model_state>();
     st_ptr->model = model;
     st_ptr->path  = p.path;
-    if (p.stream.enabled) st_ptr->stream = make_streamer(p, layout);
+    if (p.stream.enabled) st_ptr->stream = make_streamer(p, layout, mapped_before);
     // After the streamer: its expert memory no longer maps the files, only the rest is guarded.
     if (p.use_mmap) {
         std::vector<std::string> files;

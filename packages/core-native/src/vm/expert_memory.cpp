@@ -45,9 +45,12 @@ expert_memory::~expert_memory() {
     if (memfd >= 0) close(memfd);
 }
 
-uint8_t * find_mapping_base(const std::string & path) {
-    const std::vector<file_vma> vmas = file_mappings(path);
-    return vmas.empty() ? nullptr : (uint8_t *) (vmas.front().start - vmas.front().file_offset);
+uint8_t * find_mapping_base(const std::string & path, const std::vector<file_vma> & before) {
+    for (const file_vma & v : file_mappings(path)) {
+        const bool old = std::any_of(before.begin(), before.end(), [&](const file_vma & b) { return b.start == v.start; });
+        if (!old) return (uint8_t *) (v.start - v.file_offset);
+    }
+    return nullptr;
 }
 
 void expert_memory::setup(const std::vector<uint8_t *> & mapping_bases, const expert_layout & L, const std::vector<int> & fds) {

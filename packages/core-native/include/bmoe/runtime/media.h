@@ -54,10 +54,12 @@ struct media_span {
     std::shared_ptr<mtmd_input_chunk> chunk;          // null in a sequence's record of its cache
 };
 
+// A prepared prompt's images. It keeps the projector alive, never the model: a handle JavaScript
+// has not collected yet must not hold a closed model's weights (and its file mapping) in memory.
+// It is evaluated only through a context, which holds the model.
 struct media_prompt {
     std::shared_ptr<projector> proj;
     std::vector<media_span>    spans;  // in prompt order
-    std::shared_ptr<const void> owner;  // what the projector's model lives in (kept while this does)
 };
 
 // A prompt's token ids for an image's cells: <= -2 (LLAMA_TOKEN_NULL is -1), from its content hash.

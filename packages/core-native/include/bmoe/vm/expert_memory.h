@@ -9,6 +9,7 @@
 // neighbour (tensor starts are only 32-byte aligned) stay in the anonymous layer, are never
 // released, and hold file bytes whichever neighbour wrote them.
 #include "bmoe/layout/expert_layout.h"
+#include "bmoe/sys/file_maps.h"
 
 #include <cstdint>
 #include <string>
@@ -70,6 +71,9 @@ struct expert_memory {
 // Finds the address of file offset 0 of `path`'s mapping in this process (/proc/self/maps):
 // base = start - offset of any VMA of that file (llama.cpp unmaps the header fragment, so an
 // offset-0 VMA may not exist). nullptr when the file is not mapped.
-uint8_t * find_mapping_base(const std::string & path);
+// `before`: the file's mappings that existed before this model's load (another model of the same
+// file, or one not freed yet): the base is this load's mapping, never theirs (remapping theirs
+// would pull the weights out from under the other model).
+uint8_t * find_mapping_base(const std::string & path, const std::vector<file_vma> & before);
 
 }  // namespace bmoe
