@@ -30,6 +30,7 @@ import {
 export type * from './types.js';
 export type * from './contract.js';
 export { NATIVE_CONSTANTS, NATIVE_PARAMS, TOKEN_COLUMNS } from './contract.js';
+export { probeProjector, type ProjectorProbeOptions } from './projector-probe.js';
 export { llamaCompletionArgs, type LlamaCompletionRun } from '../contract/llama-completion.mjs';
 export {
   CPU_VARIANTS,

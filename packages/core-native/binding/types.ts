@@ -371,6 +371,12 @@ export interface NativeBinding {
    * [rangeStart, rangeEnd) with O_DIRECT, `lanes` threads. Synchronous (bench use).
    */
   readCeiling(params: NativeReadCeilingParams): { bytes: number; seconds: number; odirect: boolean };
+  /**
+   * Loads `modelPath`'s vocabulary only and the projector with a warm-up encode, synchronously;
+   * throws one line for what llama.cpp refuses. llama.cpp may abort the process on a damaged
+   * projector: call it in a child process (probeProjector() does). Absent in wasm.
+   */
+  probeProjector?(modelPath: string, mmprojPath: string, threads: number): void;
   /** Pinned llama.cpp commit and build flags of this binary. */
   buildInfo(): { llamaCommit: string; system: string; variant: string; overlapSupported: boolean };
 }

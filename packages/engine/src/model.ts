@@ -23,7 +23,7 @@ import {
 import { SessionImpl, SharedContext, type Session } from './session.js';
 import { checkMessages, type ChatMessage } from './messages.js';
 import { checkRequest, preparePrompt } from './prompt.js';
-import { findProjector, readProjector, type ProjectorInfo } from './projector.js';
+import { checkProjector, findProjector, readProjector, type ProjectorInfo } from './projector.js';
 import { modelIdentity } from './state-file.js';
 import { refuseWhatWasmCannot } from './wasm-fallback.js';
 
@@ -153,6 +153,7 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
     throw new BmoeError('E_UNSUPPORTED', 'mmproj: the wasm32-wasi build takes no images (it has no multimodal library)');
   }
   const projector = projectorPath === null ? null : await readProjector(projectorPath);
+  if (projector !== null) await checkProjector(path, projector, opts.threads);
   if (wasm) {
     refuseWhatWasmCannot(header, opts);
     // No repacked layouts in the wasm32-wasi build (ggml repacks only for CPU SIMD it lacks there).

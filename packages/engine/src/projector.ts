@@ -1,8 +1,9 @@
 // The image projector (mmproj GGUF) beside a model: found by the hub's naming, its header read and
 // checked in JS (a wrong or damaged file never reaches llama.cpp's clip loader), then loaded
 // natively by the model (NativeModel.loadProjector).
+import { probeProjector } from '@bmoe/core-native';
 import { GgufError, GgufValueType, kvNumber, kvString, readGguf, type GgufFile } from '@bmoe/gguf';
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { BmoeError, messageOf } from './errors.js';
 
@@ -74,4 +75,28 @@ export async function readProjector(path: string): Promise<ProjectorInfo> {
     blocks: kvNumber(file.kv, 'clip.vision.block_count') ?? null,
     bytes: file.fileSize,
   };
+}
+
+/** Projector files already checked with a model in this process (paths, sizes and modification times). */
+const checked = new Set<string>();
+
+async function fileKey(path: string): Promise<string> {
+  const st = await stat(path);
+  return `${resolve(path)}:${st.size}:${st.mtimeMs}`;
+}
+
+/**
+ * Loads the projector once in a child process (core-native's probeProjector): llama.cpp's
+ * projector code aborts the whole process when a file's metadata contradicts its tensors, so a
+ * damaged or hostile mmproj is refused here in one line instead of killing the caller (a server)
+ * at its first image. Once per file and model per process.
+ */
+export async function checkProjector(modelPath: string, projector: ProjectorInfo, threads: number): Promise<void> {
+  const key = `${await fileKey(modelPath)}|${await fileKey(projector.path)}`;
+  if (checked.has(key)) return;
+  const why = await probeProjector(modelPath, projector.path, { threads: Math.min(threads, 4) });
+  if (why !== '') {
+    throw new BmoeError('E_MODEL', `mmproj: ${why.includes(projector.path) ? why : `${projector.path}: ${why}`}`);
+  }
+  checked.add(key);
 }

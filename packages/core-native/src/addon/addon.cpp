@@ -7,6 +7,7 @@
 
 #include "bmoe/io/read_ceiling.h"
 #include "bmoe/runtime/log_capture.h"
+#include "bmoe/runtime/media.h"
 #include "bmoe/stream/streamer.h"
 
 #include "llama.h"
@@ -111,10 +112,27 @@ Napi::Value read_ceiling(const Napi::CallbackInfo & info) {
     }
 }
 
+// probeProjector(modelPath, mmprojPath, threads): projector_probe, synchronously (a child process
+// runs it: binding/projector-probe.ts).
+Napi::Value probe_projector(const Napi::CallbackInfo & info) {
+    Napi::Env env = info.Env();
+    if (info.Length() < 3 || !info[0].IsString() || !info[1].IsString() || !info[2].IsNumber()) {
+        throw Napi::TypeError::New(env, "probeProjector(modelPath, mmprojPath, threads): two paths and a number");
+    }
+    try {
+        projector_probe(info[0].As<Napi::String>(), info[1].As<Napi::String>(), info[2].As<Napi::Number>().Int32Value());
+    } catch (const std::exception & e) {
+        throw Napi::Error::New(env, e.what());
+    }
+    return env.Undefined();
+}
+
 Napi::Object init(Napi::Env env, Napi::Object exports) {
     log_capture_install();
     llama_backend_init();
-    return define_module<model_wrap, context_wrap>(env, exports, load_model, build_info, read_ceiling);
+    define_module<model_wrap, context_wrap>(env, exports, load_model, build_info, read_ceiling);
+    exports.Set("probeProjector", Napi::Function::New(env, probe_projector));
+    return exports;
 }
 
 }  // namespace

@@ -110,6 +110,30 @@ std::shared_ptr<projector> projector_load(const llama_model * model, const std::
     return p;
 }
 
+void projector_probe(const std::string & model_path, const std::string & mmproj_path, int32_t threads) {
+    llama_model_params lp = llama_model_default_params();
+    lp.n_gpu_layers = 0;
+    lp.vocab_only   = true;  // mtmd needs the model's width and vocabulary, not its weights
+    log_capture_reset();
+    llama_model * model = llama_model_load_from_file(model_path.c_str(), lp);
+    if (!model) {
+        const std::string why = log_capture_first_error();
+        throw std::runtime_error(model_path + ": llama.cpp could not load the model" + (why.empty() ? "" : ": " + why));
+    }
+    mtmd_helper_log_set(log_capture_callback(), nullptr);
+    mtmd_context_params mp = mtmd_context_params_default();
+    mp.use_gpu       = false;
+    mp.print_timings = false;
+    mp.warmup        = true;
+    mp.n_threads     = threads > 0 ? threads : 1;
+    log_capture_reset();
+    mtmd_context * ctx = mtmd_init_from_file(mmproj_path.c_str(), model, mp);
+    const std::string why = ctx ? "" : log_capture_first_error();
+    if (ctx) mtmd_free(ctx);
+    llama_model_free(model);
+    if (!ctx) throw std::runtime_error(mmproj_path + ": not a projector (mmproj) this llama.cpp loads for this model" + (why.empty() ? "" : ": " + why));
+}
+
 llama_token media_token(uint64_t hash) {
     return (llama_token) (-2 - (int64_t) (hash & 0x3fffffffULL));
 }

@@ -40,6 +40,13 @@ struct projector {
 // std::runtime_error with one line naming the file and llama.cpp's reason.
 std::shared_ptr<projector> projector_load(const llama_model * model, const std::string & path, int32_t threads);
 
+// Loads the model's vocabulary and hyperparameters only, then the projector with its warm-up encode
+// (an image's graph built and run once). Meant for a child process: llama.cpp's projector code
+// checks tensors against the metadata only when it builds a graph, and aborts the process on a
+// contradiction (GGML_ASSERT), so a damaged or hostile projector must kill a probe, not the
+// caller. Throws std::runtime_error for what llama.cpp refuses and reports.
+void projector_probe(const std::string & model_path, const std::string & mmproj_path, int32_t threads);
+
 // The bounds an image is checked against before it is decoded.
 struct image_limits {
     uint64_t max_pixels = 0;  // 0 = unbounded
