@@ -7,6 +7,7 @@ import { analyzeRow, loadMatrixDir, summaryMarkdown } from './analyze.js';
 import { calibrate, calibrationReport } from './calibrate.js';
 import { DEFAULT_BENCH_MODEL } from './configs.js';
 import { DEFAULT_PROMPT, engineFlag, int, invokedCommand, num, SHORT_PROMPT, threadsFlag } from './flags.js';
+import { imageBenchReport, runImageBench } from './image-bench.js';
 import { registerMatrix } from './matrix-command.js';
 import { findBmoeCommand, modelCacheDir as cacheDir } from './runner.js';
 import { registerServeBench } from './serve-bench-command.js';
@@ -28,6 +29,7 @@ export function registerBenchCommands(program: Command, opts: BenchCommandOption
   registerCalibrate(program, bmoe);
   registerTargets(program, bmoe);
   registerWaiting(program, bmoe);
+  registerImage(program, bmoe);
   registerServeLoad(program);
   registerServeBench(program, bmoe);
   registerSoak(program, bmoe);
@@ -53,6 +55,30 @@ function registerAnalyze(program: Command): void {
       process.stdout.write(md);
       const failed = rows.map(analyzeRow).filter((r) => r.status !== 'ok');
       process.stderr.write(`wrote ${join(dir, 'summary.md')}${plots ? ` and ${Object.values(plots).flat().length} plots` : ''}${failed.length ? ` (${failed.length} rows without numbers)` : ''}\n`);
+    });
+}
+
+function registerImage(program: Command, bmoe: () => string[]): void {
+  program
+    .command('image')
+    .description('image prompt evaluation (projector encoder + the image through every layer), resident vs streamed (cache 0, partial) in a memory cgroup, on a real-shape preset with a generated projector')
+    .option('--preset <name>', 'text preset with a projector kind (qwen3.6-35b-a3b, gemma-4-26b-a4b, mini-qwen35moe, tiny-gemma4)', 'qwen3.6-35b-a3b')
+    .option('--layers <N>', "layers of the text model (every other dimension the preset's)", int(1), 4)
+    .option('--width <px>', 'image width', int(16), 1024)
+    .option('--height <px>', 'image height', int(16), 768)
+    .addOption(threadsFlag(2))
+    .option('--rounds <N>', 'interleaved rounds (each row reports its median)', int(1), 3)
+    .option('--mem-limit <GiB>', 'memory cgroup of the streamed rows', num(0.25), 2)
+    .option('--cache-percent <P>', "the partial cache's share of the expert bytes, percent", num(1), 25)
+    .option('--prompt <text>', 'the text after the image', 'Describe this picture.')
+    .option('--work-dir <dir>', 'where the model, its projector and the image are made (kept)', join(cacheDir(), 'image'))
+    .option('--drop-caches', 'drop the page cache before every row (root)')
+    .option('--out <file>', 'write the markdown report here too')
+    .action(async (o: { preset: string; layers: number; width: number; height: number; threads: number; rounds: number; memLimit: number; cachePercent: number; prompt: string; workDir: string; dropCaches?: boolean; out?: string }) => {
+      const opts = { ...o, bmoe: bmoe(), memLimitGiB: o.memLimit, dropCaches: o.dropCaches ?? false, log: (l: string) => process.stderr.write(`${l}\n`) };
+      const md = imageBenchReport(await runImageBench(opts), opts);
+      process.stdout.write(md);
+      if (o.out) writeFileSync(o.out, md);
     });
 }
 
