@@ -1,10 +1,12 @@
 // bmoe demo page: chat over the server's OpenAI-compatible SSE stream, a live metrics panel fed by
 // each chunk's per-token record (`bmoe.token`, metrics.js), device sensors polled from /api/state,
-// and a model picker. Plain browser JavaScript modules served as-is: no build step, no network
-// beyond this origin. The server's API (key, JSON, SSE) is in api.js.
+// a model picker, and photos for the models that take images (photos.js). Plain browser
+// JavaScript modules served as-is: no build step, no network beyond this origin. The server's API
+// (key, JSON, SSE) is in api.js.
 
 import { apiFetch, getJson, sseData } from './api.js';
 import { clearRecords, drawChart, fmt, fmtGiB, fmtSize, pushRecords, renderSensors, showMemAvailable } from './metrics.js';
+import { PendingPhotos, photoView, saysImages } from './photos.js';
 
 // Page address knobs: ?max_tokens=N (default 256) and ?temperature=T (default: the server's).
 const params = new URLSearchParams(location.search);
@@ -21,6 +23,9 @@ const el = {
   empty: $('empty'),
   form: $('composer'),
   input: $('input'),
+  attach: $('attach'),
+  photoInput: $('photo-input'),
+  photos: $('photos'),
   send: $('send'),
   stop: $('stop'),
   picker: $('picker'),
@@ -30,11 +35,19 @@ const el = {
   pickerRam: $('picker-ram'),
 };
 
-/** Conversation sent with every request (the server reuses the cached prefix). */
+/**
+ * Conversation sent with every request (the server reuses the cached prefix). A user message with
+ * photos keeps its `image_url` parts, so a later turn sends the same images again and the server
+ * finds them in its cache instead of encoding them anew.
+ */
 const messages = [];
 let state = { state: 'empty', model: null, sensors: null };
 let generating = null; // { controller, bubble }
 let polling = null;
+/** The model (path) whose image support was asked, and the answer: the attach button. */
+let imagesFor = null;
+let takesImages = false;
+const pending = new PendingPhotos(el.photos, () => renderState());
 
 // ---- state, models ------------------------------------------------------------------------
 
@@ -48,11 +61,17 @@ function renderState() {
     el.modelMode.className = `badge ${badge[0]}`;
     el.modelMode.textContent = badge[1];
   }
-  el.send.disabled = s.state !== 'ready' || !!generating || el.input.value.trim() === '';
+  el.attach.hidden = !takesImages || s.state !== 'ready';
+  el.send.disabled = !canSend() || (el.input.value.trim() === '' && pending.count === 0);
   const hint = hintFor(s);
   el.empty.hidden = hint === null || messages.length > 0;
   if (hint !== null) el.empty.innerHTML = hint;
   renderSensors(s.sensors, !!generating);
+}
+
+/** A turn can begin: a model serves, none is generating, no photo is still being prepared. */
+function canSend() {
+  return state.state === 'ready' && !generating && pending.preparing === 0;
 }
 
 function esc(text) {
@@ -69,7 +88,9 @@ function hintFor(s) {
   }
   if (s.state === 'loading') return `Loading ${esc(s.loadingFile ?? 'the model')}…`;
   if (s.state === 'error') return `Could not load the model: ${esc(s.error ?? 'unknown error')}. Pick another one above.`;
-  if (s.state === 'ready' && s.model?.settings) return `${esc(s.model.file)}: ${esc(s.model.settings.reason)}. Say something.`;
+  if (s.state === 'ready' && s.model?.settings) {
+    return `${esc(s.model.file)}: ${esc(s.model.settings.reason)}. Say something${takesImages ? ', or send a photo' : ''}.`;
+  }
   return null;
 }
 
@@ -85,6 +106,7 @@ async function refreshState() {
     return;
   }
   renderState();
+  checkImages();
 }
 
 function startPolling() {
@@ -139,7 +161,8 @@ async function openPicker() {
     const facts = m.error
       ? m.error
       : `${fmtSize(m.fileBytes)} of ${fmtGiB(ram)} RAM (${Math.round((100 * m.fileBytes) / ram)}%) · ${m.architecture}, ${m.layers} layers` +
-        (m.experts ? `, ${m.experts} experts top-${m.expertsUsed}, dense ${fmtSize(m.denseBytes)}` : '');
+        (m.experts ? `, ${m.experts} experts top-${m.expertsUsed}, dense ${fmtSize(m.denseBytes)}` : '') +
+        (m.projector ? ` · images: ${m.projector.file} (${fmtSize(m.projector.bytes)})` : '');
     li.querySelector('.facts').textContent = facts;
     li.querySelector('.opts').textContent = m.settings ? settingsText(m.settings) : '';
     li.querySelector('.why').textContent = m.settings ? m.settings.reason : '';
@@ -148,6 +171,14 @@ async function openPicker() {
     btn.textContent = m.file === data.current && state.state === 'ready' ? 'Loaded' : 'Load';
     if (m.file === data.current && state.state === 'ready') btn.disabled = true;
     btn.addEventListener('click', () => selectModel(m.file));
+    el.pickerList.append(li);
+  }
+  if (data.unpairedProjectors?.length > 0) {
+    const li = document.createElement('li');
+    li.className = 'muted note';
+    li.textContent =
+      `${data.unpairedProjectors.join(', ')}: not used, as this folder holds several models. ` +
+      'Put a vision model and its mmproj in a folder of their own inside it.';
     el.pickerList.append(li);
   }
 }
@@ -170,11 +201,43 @@ async function selectModel(file) {
   clearRecords();
 }
 
+// ---- images -------------------------------------------------------------------------------
+
+/** Asks the server, once per model loaded, whether it takes images: the attach button shows if so. */
+async function checkImages() {
+  const path = state.state === 'ready' ? (state.model?.path ?? null) : null;
+  if (path === imagesFor) return;
+  imagesFor = path;
+  takesImages = false;
+  renderState();
+  if (path === null) return;
+  const takes = await askImages();
+  if (imagesFor !== path) return; // another model since
+  takesImages = takes;
+  // Photos picked for a model that took them cannot go to one that does not.
+  if (!takes) pending.clear();
+  renderState();
+}
+
+/** What /v1/models says of the model (its first entry), else llama-server's /props; no answer is no. */
+async function askImages() {
+  const models = await getJson('/v1/models').catch(() => null);
+  const said = saysImages(models?.data?.[0]);
+  if (said !== null) return said;
+  return saysImages(await getJson('/props').catch(() => null)) ?? false;
+}
+
 // ---- chat ---------------------------------------------------------------------------------
 
-function addBubble(role, text) {
+function addBubble(role, text, photos = []) {
   const div = document.createElement('div');
   div.className = `msg ${role}`;
+  if (photos.length > 0) {
+    const row = document.createElement('div');
+    row.className = 'photos';
+    row.append(...photos.map(photoView));
+    div.append(row);
+  }
   const span = document.createElement('span');
   span.className = 'text';
   span.textContent = text;
@@ -213,10 +276,28 @@ function statsLine(summary, usage, stopped) {
   return parts.join(' · ');
 }
 
-async function send(text) {
-  if (state.state !== 'ready' || generating) return;
-  messages.push({ role: 'user', content: text });
-  addBubble('user', text);
+/**
+ * A turn the server refused before it began (a photo it cannot read, a body too large, no model
+ * yet): marked so in the chat, and back in the composer, photos and text, to send again or change.
+ */
+function backToComposer(userBubble, bubble, text, photos) {
+  userBubble.classList.add('failed');
+  bubble.remove();
+  pending.restore(photos);
+  if (el.input.value === '') el.input.value = text;
+  autosize();
+}
+
+/** The content of a user turn: its text, or its photos as `image_url` parts (data URLs) and then its text. */
+function userContent(text, photos) {
+  if (photos.length === 0) return text;
+  const parts = photos.map((p) => ({ type: 'image_url', image_url: { url: p.url } }));
+  return text ? [...parts, { type: 'text', text }] : parts;
+}
+
+async function send(text, photos = []) {
+  messages.push({ role: 'user', content: userContent(text, photos) });
+  const userBubble = addBubble('user', text, photos);
   const bubble = addBubble('assistant', '');
   bubble.classList.add('streaming');
   const textNode = bubble.querySelector('.text');
@@ -226,6 +307,7 @@ async function send(text) {
   let summary = null;
   let usage = null;
   let stopped = false;
+  let refused = false;
   // Tokens can arrive faster than a phone's browser lays out a growing reply: painting each one
   // (text, scroll, panel, chart) would queue work faster than the page does it and freeze it, Stop
   // included. So a chunk only updates the reply and the records, and one frame paints what came.
@@ -252,6 +334,7 @@ async function send(text) {
     });
     if (!res.ok || !res.body) {
       const body = await res.json().catch(() => null);
+      refused = true;
       throw new Error(body?.error?.message ?? `HTTP ${res.status}`);
     }
     for await (const data of sseData(res.body)) {
@@ -277,6 +360,7 @@ async function send(text) {
     bubble.dataset.done = stopped ? 'stopped' : 'complete';
     if (reply) messages.push({ role: 'assistant', content: reply });
     else if (!stopped) messages.pop();
+    if (refused) backToComposer(userBubble, bubble, text, photos);
     const line = statsLine(summary, usage, stopped);
     if (line) {
       const stats = document.createElement('span');
@@ -295,10 +379,11 @@ async function send(text) {
 el.form.addEventListener('submit', (ev) => {
   ev.preventDefault();
   const text = el.input.value.trim();
-  if (!text) return;
+  if (!canSend() || (!text && pending.count === 0)) return;
   el.input.value = '';
+  const photos = pending.take();
   autosize();
-  send(text);
+  send(text, photos);
 });
 el.input.addEventListener('keydown', (ev) => {
   if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
@@ -313,6 +398,12 @@ function autosize() {
 }
 el.input.addEventListener('input', autosize);
 el.stop.addEventListener('click', () => generating?.controller.abort());
+el.attach.addEventListener('click', () => el.photoInput.click());
+el.photoInput.addEventListener('change', () => {
+  const files = [...el.photoInput.files];
+  el.photoInput.value = ''; // the same photo can be picked again
+  pending.add(files, addError);
+});
 el.modelButton.addEventListener('click', openPicker);
 el.pickerClose.addEventListener('click', () => el.picker.close());
 window.addEventListener('resize', drawChart);

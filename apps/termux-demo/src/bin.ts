@@ -92,15 +92,15 @@ async function start(flags: StartFlags): Promise<void> {
 }
 
 async function models(flags: { models?: string; json?: boolean }): Promise<void> {
-  const { listModels } = await import('./models.js');
+  const { listModelsFolder } = await import('./models.js');
   const { readDeviceFacts } = await import('./device.js');
   const { defaultModelsDir } = await import('./paths.js');
   const { formatSize, usableBytes, runFlags } = await import('./settings.js');
   const dir = flags.models ?? defaultModelsDir();
   const device = readDeviceFacts();
-  const list = await listModels(dir, device);
+  const { models: list, unpairedProjectors } = await listModelsFolder(dir, device);
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ dir, device, models: list }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ dir, device, models: list, unpairedProjectors }, null, 2)}\n`);
     return;
   }
   const usable = usableBytes(device);
@@ -110,7 +110,13 @@ async function models(flags: { models?: string; json?: boolean }): Promise<void>
       process.stdout.write(`  ${m.file}: ${m.error ?? 'unreadable'}\n`);
       continue;
     }
-    process.stdout.write(`  ${m.file}  ${formatSize(m.fileBytes)}  ${m.settings.mode}  ${runFlags(m.settings.load).join(' ')}\n    ${m.settings.reason}\n`);
+    // `bmoe run` would take an mmproj*.gguf beside the model that the demo leaves alone.
+    const mmproj = m.projector ? m.projector.path : unpairedProjectors.length > 0 && !m.file.includes('/') ? 'none' : undefined;
+    const load = mmproj === undefined ? m.settings.load : { ...m.settings.load, mmproj };
+    process.stdout.write(`  ${m.file}  ${formatSize(m.fileBytes)}  ${m.settings.mode}  ${runFlags(load).join(' ')}\n    ${m.settings.reason}\n`);
+  }
+  if (unpairedProjectors.length > 0) {
+    process.stdout.write(`  ${unpairedProjectors.join(', ')}: not used, the folder holds several models (put a vision model and its mmproj in a folder of their own inside it)\n`);
   }
 }
 

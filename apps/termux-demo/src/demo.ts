@@ -4,14 +4,14 @@
 // the model's memory) and creates a new one with the settings the rule picks for the new model;
 // the page stays up meanwhile and shows the load.
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { basename, dirname, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
-import { DEFAULT_BODY_LIMIT_BYTES, createRequestGuard, type RequestGuard } from '@bmoe/server';
+import { createRequestGuard, type RequestGuard } from '@bmoe/server';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { readDeviceFacts } from './device.js';
 import { ModelSlot, SelectError, type DemoState } from './model-slot.js';
-import { describeModelFile, listModels, type ModelEntry } from './models.js';
+import { describeModelFile, listModels, listModelsFolder, type ModelEntry } from './models.js';
 import { forward, isHealth, isModelApi, needsKey, sendApiError, sendError, sendJson } from './proxy.js';
 import type { DeviceFacts } from './settings.js';
 
@@ -114,7 +114,7 @@ function createWeb(slot: ModelSlot, guard: RequestGuard): FastifyInstance {
         if (refuse(guard, req, res)) return;
         if (!isModelApi(url)) return handler(req, res);
         const serving = slot.serving;
-        if (serving) return forward(req, res, serving.target, { bodyLimitBytes: DEFAULT_BODY_LIMIT_BYTES });
+        if (serving) return forward(req, res, serving.target, { bodyLimitBytes: serving.bodyLimitBytes });
         if (isHealth(url)) return sendJson(res, 503, { status: slot.status }, { 'retry-after': '1' });
         sendError(res, 503, slot.notServingReason(), 'model_not_ready');
       }),
@@ -146,9 +146,9 @@ function refuse(guard: RequestGuard, req: IncomingMessage, res: ServerResponse):
   return denied !== null;
 }
 
-/** `--model`: a file name of the folder, or any path. */
+/** `--model`: a file name of the folder, or any path (a model outside the folder takes the projector beside it). */
 async function initialEntry(model: string, modelsDir: string, device: DeviceFacts): Promise<ModelEntry> {
-  const inFolder = (await listModels(modelsDir, device)).find((m) => m.file === model);
+  const inFolder = (await listModels(modelsDir, device)).find((m) => m.file === model || m.path === resolve(model));
   return inFolder ?? (await describeModelFile(resolve(model), device));
 }
 
@@ -159,11 +159,13 @@ function registerRoutes(web: FastifyInstance, ctx: { slot: ModelSlot; modelsDir:
 
   web.get('/api/models', async () => {
     const s = ctx.slot.state();
+    const list = await listModelsFolder(ctx.modelsDir, ctx.device);
     return {
       dir: ctx.modelsDir,
       device: ctx.device,
-      current: s.model ? basename(s.model.path) : null,
-      models: await listModels(ctx.modelsDir, ctx.device),
+      current: s.model?.file ?? null,
+      models: list.models,
+      unpairedProjectors: list.unpairedProjectors,
     };
   });
 

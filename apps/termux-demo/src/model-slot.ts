@@ -2,7 +2,7 @@
 // progress, why the last load failed. Switching closes the old server first (two models in memory
 // at once is what a phone cannot afford), then creates one with the settings the rule picked.
 import { readDeviceSensors, type DeviceSensors } from '@bmoe/engine';
-import { createServer, type BmoeServer } from '@bmoe/server';
+import { createServer, DEFAULT_BODY_LIMIT_BYTES, type BmoeServer } from '@bmoe/server';
 import { listModels, type ModelEntry } from './models.js';
 import type { DeviceFacts } from './settings.js';
 
@@ -37,6 +37,8 @@ export interface ServingModel {
   server: BmoeServer;
   /** The server's address, where /v1/*, /health and /metrics are forwarded. */
   target: URL;
+  /** The largest request body the server takes; the forwarder refuses a larger one itself. */
+  bodyLimitBytes: number;
 }
 
 export interface ModelSlotOptions {
@@ -156,7 +158,9 @@ export class ModelSlot {
     const { apiKey, maxQueue } = this.options;
     const server = await createServer({
       model: entry.path,
-      load,
+      // The projector the picker paired with the model, and none otherwise: the server's 'auto'
+      // would take any mmproj*.gguf of the folder, which holds other models' too (models.ts).
+      load: { ...load, mmproj: entry.projector?.path ?? 'none' },
       host: '127.0.0.1',
       port: 0,
       ...(apiKey ? { apiKey } : {}),
@@ -171,6 +175,20 @@ export class ModelSlot {
       await server.close().catch(() => undefined);
       throw err;
     }
-    return { entry, server, target };
+    return { entry, server, target, bodyLimitBytes: await bodyLimitOf(target, apiKey) };
+  }
+}
+
+/**
+ * The largest body the server takes, from its status: a model with a projector takes chat bodies
+ * larger by one image (at the server's image limit, as base64) than the body limit of the rest.
+ */
+async function bodyLimitOf(target: URL, apiKey: string | undefined): Promise<number> {
+  try {
+    const res = await fetch(new URL('/v1/bmoe/status', target), { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
+    const limits = ((await res.json()) as { limits?: { bodyLimitBytes?: number; imageBodyLimitBytes?: number } }).limits;
+    return Math.max(limits?.bodyLimitBytes ?? 0, limits?.imageBodyLimitBytes ?? 0) || DEFAULT_BODY_LIMIT_BYTES;
+  } catch {
+    return DEFAULT_BODY_LIMIT_BYTES;
   }
 }

@@ -12,10 +12,10 @@ const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-e
 /** The path without its query. */
 const pathOf = (url: string): string => url.split('?', 1)[0] ?? url;
 
-/** Paths answered by the model server. */
+/** Paths answered by the model server (`/props`: llama-server's, which says whether the model takes images). */
 export function isModelApi(url: string): boolean {
   const path = pathOf(url);
-  return path === '/v1' || path.startsWith('/v1/') || path === '/health' || path === '/metrics';
+  return path === '/v1' || path.startsWith('/v1/') || path === '/health' || path === '/metrics' || path === '/props';
 }
 
 /** What the API key guards: everything but the page's own files and /health (status only). */

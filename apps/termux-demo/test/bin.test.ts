@@ -1,13 +1,13 @@
 // `bmoe-demo` as a user runs it (the built dist/bin.js): the models listing, the O_DIRECT probe,
 // an empty models folder, and one-line errors.
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIXTURE_DIR, PKG_DIR } from './fixtures.js';
+import { fixture, FIXTURE_DIR, PKG_DIR } from './fixtures.js';
 
 const BIN = join(PKG_DIR, 'dist', 'bin.js');
 
@@ -92,6 +92,27 @@ describe('bmoe-demo', () => {
     const json = await bmoeDemo(['models', '--models', FIXTURE_DIR, '--json']);
     const parsed = JSON.parse(json.stdout) as { models: Array<{ file: string; settings: { mode: string } }> };
     expect(parsed.models.map((m) => m.file)).toEqual(['tiny-gpt-oss.gguf', 'tiny-qwen3moe.gguf']);
+  });
+
+  it('models: a model in a folder of its own gets the projector beside it; one in the folder of several models does not', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'bmoe-demo-mmproj-'));
+    try {
+      await copyFile(fixture('tiny-gpt-oss'), join(dir, 'a.gguf'));
+      await copyFile(fixture('tiny-qwen3moe'), join(dir, 'b.gguf'));
+      await writeFile(join(dir, 'mmproj-F16.gguf'), '');
+      await mkdir(join(dir, 'vision'));
+      await copyFile(fixture('tiny-gpt-oss'), join(dir, 'vision', 'v.gguf'));
+      await writeFile(join(dir, 'vision', 'mmproj-F16.gguf'), '');
+      const r = await bmoeDemo(['models', '--models', dir]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/: 3 model\(s\);/);
+      expect(r.stdout).toMatch(/^ {2}a\.gguf {2}5 MiB {2}resident {2}-t \d -c 4096 --mmproj none$/m);
+      expect(r.stdout).toContain(`  vision/v.gguf  5 MiB  resident  -t `);
+      expect(r.stdout).toContain(` --mmproj ${join(dir, 'vision', 'mmproj-F16.gguf')}\n`);
+      expect(r.stdout).toMatch(/^ {2}mmproj-F16\.gguf: not used, the folder holds several models \(put a vision model and its mmproj in a folder of their own inside it\)$/m);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('probe: says whether O_DIRECT works in a folder and leaves nothing behind', async () => {

@@ -32,4 +32,8 @@ export interface ServerCore {
   turnHeld(seconds: number): void;
   /** A slot was taken or released (the busy-slots gauge). */
   slotsChanged(): void;
+  /** Whether the model takes images: its projector once loaded; before, whether one is to be loaded. */
+  imageInput(): boolean;
+  /** The body limit of the routes that take images: `bodyLimitBytes`, plus one image at the limit as base64 when the model has a projector. */
+  readonly imageBodyLimit: number;
 }

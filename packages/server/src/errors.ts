@@ -120,6 +120,17 @@ export function engineError(err: unknown, inputParam: string, stage: 'start' | '
   return new ApiError(500, 'server_error', `${what}: ${messageOf(err)}`, 'generation_failed');
 }
 
+/**
+ * The engine's refusal of image N (`image 2: not an image format ...`, `image 1 is WxH = P pixels,
+ * over the limit of L`) as a 400 naming the field it came in; any other error as it is.
+ */
+export function imageRefusal(err: ApiError, imageParams: readonly string[]): ApiError {
+  const m = /^image (\d+)\b/.exec(err.message);
+  const param = m ? imageParams[Number(m[1]) - 1] : undefined;
+  if (param === undefined || err.status !== 400) return err;
+  return badRequest(`invalid '${param}': ${err.message}`, param, 'invalid_value');
+}
+
 /** fastify and parser errors → the OpenAI error shape. */
 export function toApiError(err: unknown, bodyLimit: number): ApiError {
   if (err instanceof ApiError) return err;

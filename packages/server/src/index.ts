@@ -4,6 +4,8 @@ export { createServer, type BmoeServer } from './server.js';
 export {
   DEFAULT_BODY_LIMIT_BYTES,
   DEFAULT_HOST,
+  DEFAULT_IMAGE_MAX_BYTES,
+  DEFAULT_MAX_IMAGES,
   DEFAULT_MAX_QUEUE,
   DEFAULT_PORT,
   DEFAULT_SHUTDOWN_GRACE_MS,

@@ -93,6 +93,22 @@ export interface ServerOptions {
    * Only with `embeddings: true`. Default 'model'.
    */
   pooling?: Pooling;
+  /**
+   * Fetch the http(s) image URLs of requests (OpenAI `image_url`, Anthropic `url` sources,
+   * Responses `input_image`). The server then fetches any URL a client names, addresses inside
+   * the network included: turn it on for clients you trust. Without it only data URLs (base64)
+   * are read and a URL is a 400. Default false.
+   */
+  allowImageUrls?: boolean;
+  /**
+   * The largest image, in encoded bytes (a data URL's decoded bytes, a fetched body); larger is a
+   * 400 naming the limit. A model with a projector takes chat, Messages and Responses bodies this
+   * much larger than `bodyLimitBytes` (as base64: 4/3 of it). At most 64 MiB (the engine's bound).
+   * Default 20 MiB (20971520), OpenAI's.
+   */
+  imageMaxBytes?: number;
+  /** Images one request may hold (400 beyond): each is decoded and takes its cells of the context. Default 16. */
+  maxImages?: number;
 }
 
 export interface ResolvedServerOptions {
@@ -123,6 +139,9 @@ export interface ResolvedServerOptions {
   shutdownGraceMs: number;
   embeddings: boolean;
   pooling: Pooling;
+  allowImageUrls: boolean;
+  imageMaxBytes: number;
+  maxImages: number;
 }
 
 export const DEFAULT_HOST = '127.0.0.1';
@@ -133,6 +152,13 @@ export const DEFAULT_KV_DIR_MB = 4096;
 export const MAX_PARALLEL = 64;
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5000;
+/** OpenAI's per-image limit. */
+export const DEFAULT_IMAGE_MAX_BYTES = 20 * 1024 * 1024;
+/** The engine's own bound on an encoded image (its images.ts MAX_IMAGE_BYTES). */
+export const MAX_IMAGE_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_MAX_IMAGES = 16;
+/** Images per request at most (each one decoded, its pixels bounded by the engine). */
+export const MAX_IMAGES = 1024;
 
 const NONNEG_INT = 'must be a non-negative integer';
 const ORIGIN = "must be origins like 'https://app.example' or 'http://localhost:5173' (scheme, host, port; no path), or '*'";
@@ -156,6 +182,8 @@ const BUDGET = `must be an integer from -1 (unlimited) to ${optionMax('reasoning
 const BUDGET_MESSAGE = `must be a string of at most ${MAX_REASONING_BUDGET_MESSAGE_BYTES} bytes (UTF-8)`;
 const POOLINGS = ['model', 'mean', 'cls', 'last'] as const satisfies readonly Pooling[];
 const POOLING = `must be one of ${POOLINGS.map((p) => `'${p}'`).join(', ')}`;
+const IMAGE_BYTES = `must be an integer from 1 to ${MAX_IMAGE_BYTES} (64 MiB, the engine's bound)`;
+const IMAGES = `must be an integer from 1 to ${MAX_IMAGES}`;
 const schema = z.object({
   model: z.string('must be a path to a GGUF file').min(1, 'must be a path to a GGUF file'),
   load: z.object({}, 'must be an object of load options').loose().optional(),
@@ -183,6 +211,9 @@ const schema = z.object({
   shutdownGraceMs: z.number(NONNEG_INT).int(NONNEG_INT).min(0, NONNEG_INT).optional(),
   embeddings: z.boolean('must be true or false').optional(),
   pooling: z.enum(POOLINGS, POOLING).optional(),
+  allowImageUrls: z.boolean('must be true or false').optional(),
+  imageMaxBytes: z.number(IMAGE_BYTES).int(IMAGE_BYTES).positive(IMAGE_BYTES).max(MAX_IMAGE_BYTES, IMAGE_BYTES).optional(),
+  maxImages: z.number(IMAGES).int(IMAGES).positive(IMAGES).max(MAX_IMAGES, IMAGES).optional(),
 });
 
 export function resolveServerOptions(input: ServerOptions): ResolvedServerOptions {
@@ -222,6 +253,9 @@ export function resolveServerOptions(input: ServerOptions): ResolvedServerOption
     shutdownGraceMs: o.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
     embeddings: o.embeddings ?? false,
     pooling: o.pooling ?? 'model',
+    allowImageUrls: o.allowImageUrls ?? false,
+    imageMaxBytes: o.imageMaxBytes ?? DEFAULT_IMAGE_MAX_BYTES,
+    maxImages: o.maxImages ?? DEFAULT_MAX_IMAGES,
   };
 }
 

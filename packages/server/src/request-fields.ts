@@ -113,16 +113,37 @@ export const grammar = NULLABLE(z.string(GRAMMAR).min(1, GRAMMAR));
 
 // ---- messages ------------------------------------------------------------------------------------
 
-const CONTENT = 'must be a string or an array of text parts';
-const contentPart = z.strictObject(
+const CONTENT = "must be a string or an array of content parts ('text', 'image_url')";
+const textPart = z.strictObject(
   {
-    type: z.literal('text', "only text content parts are supported ('text')"),
+    type: z.literal('text'),
     text: z.string('must be a string'),
     // OpenAI's explicit prompt-cache boundary: the KV cache here reuses every common prefix anyway.
     prompt_cache_breakpoint: ignored(z.looseObject({}, 'must be an object')),
   },
   CONTENT,
 );
+const IMAGE_URL = 'must be a data URL (data:image/png;base64,...) or an http(s) URL';
+const DETAIL = "must be 'auto', 'low' or 'high'";
+/** OpenAI's image part: its URL is read into bytes before the request waits (images.ts). */
+const imagePart = z.strictObject(
+  {
+    type: z.literal('image_url'),
+    image_url: z.strictObject(
+      {
+        url: z.string(IMAGE_URL).min(1, IMAGE_URL),
+        // OpenAI's resolution hint: the projector sees every image at its own resolution.
+        detail: ignored(z.enum(['auto', 'low', 'high'], DETAIL)),
+      },
+      'must be an object { url, detail }',
+    ),
+    prompt_cache_breakpoint: ignored(z.looseObject({}, 'must be an object')),
+  },
+  CONTENT,
+);
+export type ImagePart = z.infer<typeof imagePart>;
+const PART = "must be a content part { type: 'text', text } or { type: 'image_url', image_url: { url } } (audio and file parts are not supported)";
+const contentPart = z.discriminatedUnion('type', [textPart, imagePart], PART);
 const content = NULLABLE(z.union([z.string(CONTENT), z.array(contentPart, CONTENT)], CONTENT));
 
 const toolCall = z.strictObject(
@@ -165,6 +186,12 @@ export const message = z
     if (m.role !== 'assistant' && m.tool_calls) misplaced('tool_calls', 'assistant');
     if (m.role !== 'assistant' && m.reasoning_content) misplaced('reasoning_content', 'assistant');
     if (m.role !== 'tool' && m.tool_call_id) misplaced('tool_call_id', 'tool');
+    // As OpenAI: images come from the user (llama-server takes them in any message).
+    if (m.role !== 'user' && Array.isArray(m.content)) {
+      m.content.forEach((p, i) => {
+        if (p.type === 'image_url') ctx.addIssue({ code: 'custom', path: ['content', i, 'type'], message: `a ${m.role} message cannot hold images; only user messages carry them` });
+      });
+    }
   });
 export type MessageBody = z.infer<typeof message>;
 

@@ -1,8 +1,9 @@
 // A checked request body → what to generate. Every bound a request can hit is checked here or in
 // its schema, once, before it waits for the model: each refusal is a 400 naming the field.
 import { randomBytes } from 'node:crypto';
-import type { ChatMessage, GenerateOptions, ToolChoice } from '@bmoe/engine';
+import type { ChatMessage, ContentPart, GenerateOptions, ToolChoice } from '@bmoe/engine';
 import type { ServerCore } from './core.js';
+import { NO_IMAGES, type RequestImages } from './images.js';
 import type { MessageBody } from './request-fields.js';
 import { NATIVE_MAX_COUNT, checkPrompt } from './limits.js';
 import type { GenerationSpec } from './respond.js';
@@ -13,15 +14,31 @@ function checkInput(core: ServerCore, texts: readonly string[], param: 'messages
   if (refused) throw refused;
 }
 
-const textOf = (content: MessageBody['content']): string | null =>
-  content === undefined || content === null ? null : typeof content === 'string' ? content : content.map((p) => p.text).join('\n');
+type Content = MessageBody['content'];
+type Part = Extract<NonNullable<Content>, readonly unknown[]>[number];
 
-/** An OpenAI message → the engine's: tool calls and results as they are, text parts joined. */
-export function toChatMessage(m: MessageBody): ChatMessage {
+/** Text parts joined with newlines, as the engine and llama-server join them. */
+const textOf = (parts: readonly Part[]): string => parts.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
+
+/** A message's content for the engine: text as it is, parts joined, or (with images) parts holding each image's bytes. */
+function contentOf(content: Content, images: RequestImages): ChatMessage['content'] {
+  if (content === undefined || content === null || typeof content === 'string') return content ?? null;
+  if (!content.some((p) => p.type === 'image_url')) return textOf(content);
+  return content.map((p): ContentPart => {
+    if (p.type === 'text') return { type: 'text', text: p.text };
+    const image = images.bytes.get(p.image_url.url);
+    // The routes read every image before the spec is built (images.ts).
+    if (!image) throw new Error(`image ${p.image_url.url.slice(0, 40)} was not read`);
+    return { type: 'image', image };
+  });
+}
+
+/** An OpenAI message → the engine's: tool calls and results as they are, text parts joined, images as their bytes. */
+export function toChatMessage(m: MessageBody, images: RequestImages = NO_IMAGES): ChatMessage {
   const out: ChatMessage = {
     // Templates know system/user/assistant/tool; OpenAI's newer 'developer' is the system role.
     role: m.role === 'developer' ? 'system' : m.role,
-    content: textOf(m.content) ?? (m.role === 'assistant' ? null : ''),
+    content: contentOf(m.content, images) ?? (m.role === 'assistant' ? null : ''),
   };
   if (m.name) out.name = m.name;
   if (m.reasoning_content) out.reasoningContent = m.reasoning_content;
@@ -32,16 +49,23 @@ export function toChatMessage(m: MessageBody): ChatMessage {
   return out;
 }
 
-/** The text a message puts in the prompt, for the prompt-size bound. */
+/** The text a message puts in the prompt, for the prompt-size bound (an image is no text). */
 function promptText(m: ChatMessage): string {
-  let s = m.content ?? '';
+  const content = m.content;
+  let s = content === null ? '' : typeof content === 'string' ? content : content.map((p) => (p.type === 'text' ? p.text : '')).join('\n');
   if (m.reasoningContent) s += m.reasoningContent;
   for (const c of m.toolCalls ?? []) s += c.function.name + c.function.arguments;
   return s;
 }
 
-export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpec {
-  const messages = b.messages.map(toChatMessage);
+/** Where each image of the messages came in (the engine's "image N" is the Nth), for its refusals. */
+function imageParamsOf(messages: readonly MessageBody[], images: RequestImages): string[] {
+  return messages.flatMap((m) => (Array.isArray(m.content) ? m.content.flatMap((p) => (p.type === 'image_url' ? [images.params.get(p.image_url.url) ?? 'messages'] : [])) : []));
+}
+
+/** A chat request → its spec; `images`: the request's images, read (images.ts). */
+export function chatSpec(core: ServerCore, b: ChatCompletionBody, images: RequestImages = NO_IMAGES): GenerationSpec {
+  const messages = b.messages.map((m) => toChatMessage(m, images));
   const texts = messages.map(promptText);
   // Tool definitions are written into the prompt too; alone too many, they are what the 400 names.
   if (b.tools?.length) {
@@ -68,6 +92,7 @@ export function chatSpec(core: ServerCore, b: ChatCompletionBody): GenerationSpe
     noTokens: false,
     n: seeds.length,
     seeds,
+    imageParams: imageParamsOf(b.messages, images),
   };
 }
 
@@ -148,6 +173,7 @@ export function completionSpec(core: ServerCore, b: CompletionBody): GenerationS
     noTokens,
     n: seeds.length,
     seeds,
+    imageParams: [],
   };
 }
 

@@ -58,6 +58,8 @@ export interface GenerationSpec {
    * (greedy without a seed: every choice is the same answer, as with OpenAI).
    */
   seeds: readonly (number | undefined)[];
+  /** The field each image of the prompt came in (the engine's "image N" is the Nth), for its refusals; [] without images. */
+  imageParams: readonly string[];
 }
 
 /** Choice `i`'s generate options: the request's, with the choice's seed. */

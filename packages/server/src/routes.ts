@@ -6,6 +6,7 @@ import type { ServerCore } from './core.js';
 import { isAnthropicRoute, registerAnthropic } from './anthropic/routes.js';
 import { drainBody } from './drain.js';
 import { registerEmbeddings } from './embeddings/routes.js';
+import { chatImageRefs, readImages } from './images.js';
 import { ApiError, sendApiError, toApiError } from './errors.js';
 import { chatSpec, completionSpec } from './request.js';
 import { chatCompletionBody, completionBody, type ChatCompletionBody, type CompletionBody } from './schemas.js';
@@ -51,9 +52,11 @@ function registerV1(v1: FastifyInstance, core: ServerCore): void {
     if (denied) throw denied;
   });
   v1.setErrorHandler(async (err, req, reply) => {
-    const api = toApiError(err, core.opts.bodyLimitBytes);
+    // The route's own limit: the routes that take images have a larger one (images.ts).
+    const limit = req.routeOptions.bodyLimit ?? core.opts.bodyLimitBytes;
+    const api = toApiError(err, limit);
     // Let a client still uploading an oversized body read its 413 (up to 16× the limit, 10 s).
-    if (api.status === 413) await drainBody(req.raw, 16 * core.opts.bodyLimitBytes, 10_000);
+    if (api.status === 413) await drainBody(req.raw, 16 * limit, 10_000);
     // Every refusal of a generation request is counted here, whichever step refused it.
     const endpoint = req.routeOptions.url;
     if (endpoint === '/v1/chat/completions' || endpoint === '/v1/completions' || endpoint === '/v1/responses') {
@@ -68,7 +71,14 @@ function registerV1(v1: FastifyInstance, core: ServerCore): void {
   // The one model under its name and each alias. Generation requests may name any model (the
   // loaded one serves them all, as llama-server does); retrieving a model names one of these.
   const names = [...new Set([core.opts.modelId, ...core.opts.aliases])];
-  const modelEntry = (id: string) => ({ id, object: 'model' as const, created: 0, owned_by: 'bmoe' });
+  // What it reads and writes, as llama-server's router lists its models' (and OpenRouter its own).
+  const modelEntry = (id: string) => ({
+    id,
+    object: 'model' as const,
+    created: 0,
+    owned_by: 'bmoe',
+    architecture: { input_modalities: core.imageInput() ? ['text', 'image'] : ['text'], output_modalities: ['text'] },
+  });
   v1.get('/models', async () => ({ object: 'list', data: names.map(modelEntry) }));
   v1.get<{ Params: { id: string } }>('/models/:id', async (req) => {
     const id = req.params.id;
@@ -77,9 +87,10 @@ function registerV1(v1: FastifyInstance, core: ServerCore): void {
   });
   v1.get('/bmoe/status', async () => core.status());
 
-  v1.post<{ Body: ChatCompletionBody }>('/chat/completions', { schema: { body: chatCompletionBody } }, async (req, reply) =>
-    serveGeneration(core, reply, chatSpec(core, req.body)),
-  );
+  v1.post<{ Body: ChatCompletionBody }>('/chat/completions', { schema: { body: chatCompletionBody }, bodyLimit: core.imageBodyLimit }, async (req, reply) => {
+    const images = await readImages(core, chatImageRefs(req.body.messages), reply);
+    return serveGeneration(core, reply, chatSpec(core, req.body, images));
+  });
   v1.post<{ Body: CompletionBody }>('/completions', { schema: { body: completionBody } }, async (req, reply) =>
     serveGeneration(core, reply, completionSpec(core, req.body)),
   );

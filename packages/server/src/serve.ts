@@ -4,7 +4,7 @@
 import type { Session } from '@bmoe/engine';
 import type { FastifyReply } from 'fastify';
 import type { ServerCore } from './core.js';
-import { ApiError, engineError, shuttingDown } from './errors.js';
+import { ApiError, engineError, imageRefusal, shuttingDown } from './errors.js';
 import { constraintParam, respond, type GenerationSpec, type RespondContext } from './respond.js';
 import type { TakenSlot } from './slots.js';
 import { QueueFullError, TurnCancelledError } from './turns.js';
@@ -76,7 +76,8 @@ export async function serveGeneration(core: ServerCore, reply: FastifyReply, spe
     try {
       prompt = await model.promptTokens(spec.input, spec.generate);
     } catch (err) {
-      throw engineError(err, spec.inputParam, 'start', constraintParam(spec));
+      // The images are decoded here first: a refusal of one names the field it came in.
+      throw imageRefusal(engineError(err, spec.inputParam, 'start', constraintParam(spec)), spec.imageParams);
     }
     slot = await pool.take(prompt);
     core.slotsChanged();

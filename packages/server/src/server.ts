@@ -5,7 +5,7 @@
 // the generation → answer path respond.ts.
 import { stat } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { BmoeError, inspectModel, loadModel, readDeviceSensors, type LoadOptions, type Model, type ResolvedStreamOptions } from '@bmoe/engine';
+import { BmoeError, findProjector, inspectModel, loadModel, readDeviceSensors, type LoadOptions, type Model, type ResolvedStreamOptions } from '@bmoe/engine';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
 import { registerCors } from './cors.js';
@@ -52,7 +52,8 @@ export interface BmoeServer {
 
 /** Builds the server (nothing is bound or loaded until `listen()`). Throws BmoeError('E_OPTION') on bad options. */
 export async function createServer(options: ServerOptions): Promise<BmoeServer> {
-  return new ServerImpl(resolveServerOptions(options), loadModel);
+  const opts = resolveServerOptions(options);
+  return new ServerImpl(opts, loadModel, await projectorExpected(opts));
 }
 
 /** How the server loads its model: the engine's loadModel. */
@@ -63,7 +64,19 @@ export type ModelLoader = (path: string, options: LoadOptions) => Promise<Model>
  * the tests stand in a load that never ends, which no model file can be relied on to do.
  */
 export async function createServerWithLoader(options: ServerOptions, load: ModelLoader): Promise<BmoeServer> {
-  return new ServerImpl(resolveServerOptions(options), load);
+  const opts = resolveServerOptions(options);
+  return new ServerImpl(opts, load, await projectorExpected(opts));
+}
+
+/**
+ * Whether the model will load with a projector (LoadOptions.mmproj: a path, or 'auto' finding an
+ * mmproj*.gguf beside it), known before it loads: the routes' body limits are set when they are
+ * registered, and only a model that takes images needs room for them.
+ */
+async function projectorExpected(opts: ResolvedServerOptions): Promise<boolean> {
+  const mmproj = opts.load.mmproj ?? 'auto';
+  if (mmproj === 'none') return false;
+  return mmproj !== 'auto' || (await findProjector(opts.model)) !== null;
 }
 
 /** The engine's default context size, in force until the model is loaded. */
@@ -91,10 +104,15 @@ class ServerImpl implements BmoeServer, ServerCore {
   private turnSeconds = 0;
   private readonly idleWaiters: Array<() => void> = [];
 
+  readonly imageBodyLimit: number;
+
   constructor(
     readonly opts: ResolvedServerOptions,
     private readonly load: ModelLoader,
+    private readonly projector: boolean,
   ) {
+    // Room for one image at the limit, as base64 (4 characters per 3 bytes).
+    this.imageBodyLimit = projector ? opts.bodyLimitBytes + 4 * Math.ceil(opts.imageMaxBytes / 3) : opts.bodyLimitBytes;
     this.guard = createRequestGuard(opts);
     this.turns = new Turns(
       opts.maxQueue,
@@ -175,6 +193,10 @@ class ServerImpl implements BmoeServer, ServerCore {
     return { maxMessages: this.opts.maxMessages ?? derived.maxMessages, maxPromptChars: this.opts.maxPromptChars ?? derived.maxPromptChars };
   }
 
+  imageInput(): boolean {
+    return this.loaded ? this.loaded.info.projector !== null : this.projector;
+  }
+
   health(): HealthStatus {
     return this.state === 'ready' && this.loaded?.fileStatus() ? 'model_changed' : this.state;
   }
@@ -196,7 +218,14 @@ class ServerImpl implements BmoeServer, ServerCore {
       model: { id: this.opts.modelId, path: this.opts.model, sizeBytes: info?.fileBytes ?? this.sizeBytes, info },
       // The streamer's state now (auto's choice of overlap and route-ahead, and its probe medians, change while serving).
       stream: info?.options.stream ? { options: info.options.stream, resolved: this.loaded?.streamInfo() ?? info.stream } : null,
-      limits: { ...this.limits, bodyLimitBytes: this.opts.bodyLimitBytes },
+      limits: {
+        ...this.limits,
+        bodyLimitBytes: this.opts.bodyLimitBytes,
+        imageBodyLimitBytes: this.imageBodyLimit,
+        imageMaxBytes: this.opts.imageMaxBytes,
+        maxImages: this.opts.maxImages,
+        imageUrls: this.opts.allowImageUrls,
+      },
       queueDepth: this.turns.depth,
       maxQueue: this.turns.maxQueue,
       busy: this.turns.busy,

@@ -156,6 +156,13 @@ export interface StatusLimits {
   maxMessages: number;
   maxPromptChars: number;
   bodyLimitBytes: number;
+  /** The body limit of chat, Messages and Responses requests (larger by one image as base64 when the model has a projector). */
+  imageBodyLimitBytes: number;
+  /** The largest image (encoded bytes), and images per request. */
+  imageMaxBytes: number;
+  maxImages: number;
+  /** Whether http(s) image URLs are fetched (`allowImageUrls`). */
+  imageUrls: boolean;
 }
 
 /** `GET /v1/bmoe/status`. */

@@ -218,14 +218,16 @@ describe.skipIf(!native)('Anthropic Messages API with @anthropic-ai/sdk (tiny qw
     }
   });
 
-  it("refuses in Anthropic's error shape: max_tokens missing, unknown fields, images, server tools, out-of-range values", async () => {
+  it("refuses in Anthropic's error shape: max_tokens missing, unknown fields, images without a projector, documents, server tools, out-of-range values", async () => {
     const base = { model: 'm', max_tokens: 8, messages: user('Hi') };
     const cases: Array<[string, object, RegExp]> = [
       ['max_tokens missing', { model: 'm', messages: user('Hi') }, /missing required parameter 'max_tokens'/],
       ['an unknown field', { ...base, frequency_penalty: 1 }, /unknown parameter 'frequency_penalty'/],
       ['an unknown nested field', { ...base, tool_choice: { type: 'auto', foo: 1 }, tools: TOOLS }, /unknown parameter 'tool_choice.foo'/],
-      ['an image', { ...base, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBO' } }, { type: 'text', text: 'What is this?' }] }] }, /messages\[0\]\.content\[0\].*image input is not supported/],
-      ['an image in a tool result', { ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'image', source: { type: 'url', url: 'http://x/y.png' } }] }] }] }, /image input is not supported/],
+      // The fixture has no projector (images on one that has: images.test.ts).
+      ['an image', { ...base, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBO' } }, { type: 'text', text: 'What is this?' }] }] }, /messages\[0\]\.content\[0\]\.source.*the model takes no images/],
+      ['an image in a tool result', { ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [{ type: 'image', source: { type: 'url', url: 'http://x/y.png' } }] }] }] }, /messages\[0\]\.content\[0\]\.content\[0\]\.source.*the model takes no images/],
+      ['a document', { ...base, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } }] }] }, /document input is not supported/],
       ['a server tool', { ...base, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, /tools\[0\]\.type/],
       ['tool_choice any without tools', { ...base, tool_choice: { type: 'any' } }, /'tool_choice'.*needs 'tools'/],
       ['a tool_choice naming no tool', { ...base, tools: TOOLS, tool_choice: { type: 'tool', name: 'nope' } }, /tool_choice\.name/],

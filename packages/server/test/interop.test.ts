@@ -355,7 +355,9 @@ describe.skipIf(!native)('fields this server does not implement: 400 naming each
     ['chat_template_kwargs.foo', { chat_template_kwargs: { foo: 1 } }, 'unknown_parameter'],
     ['mirostat', { mirostat: 2 }, 'unknown_parameter'],
     ['messages[0].audio', { messages: [{ role: 'user', content: 'Hi', audio: { id: 'a' } }] }, 'unsupported_parameter'],
-    ['messages[0].content[0].type', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, 'invalid_value'],
+    ['messages[0].content[0].type', { messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }] }, 'invalid_type'],
+    // The fixture has no projector: an image is refused before its URL is read.
+    ['messages[0].content[0].image_url.url', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }, 'unsupported_value'],
     ['response_format.type', { response_format: { type: 'xml' } }, 'invalid_type'],
     ['tools[0].type', { tools: [{ type: 'custom', custom: { name: 'x' } }] }, 'invalid_value'],
     ['tool_choice', { tool_choice: 'required' }, 'invalid_value'],

@@ -291,7 +291,7 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     const missing = await postJson(s.url, '/v1/chat/completions', JSON.stringify({ model }));
     expect(missing).toMatchObject({ status: 400, json: { error: { param: 'messages', code: 'missing_required_parameter' } } });
     const part = await postJson(s.url, '/v1/chat/completions', JSON.stringify({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: {} }] }] }));
-    expect(part).toMatchObject({ status: 400, json: { error: { param: 'messages[0].content[0].type' } } });
+    expect(part).toMatchObject({ status: 400, json: { error: { param: 'messages[0].content[0].image_url.url', code: 'missing_required_parameter' } } });
 
     // A model name this server does not list is still served (the one model answers), but retrieving it is 404.
     const unknownRetrieve = await s.client.models.retrieve('gpt-4o').catch((e: unknown) => e);

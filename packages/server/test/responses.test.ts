@@ -174,7 +174,9 @@ describe.skipIf(!native)('the Responses API with the openai client (tiny-qwen3mo
     const cases: Array<[string, Record<string, unknown>, string]> = [
       ['input', { input: 42 }, 'invalid_type'],
       ['input', {}, 'missing_required_parameter'],
-      ['input[0].content[0].type', { input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'http://x/y.png' }] }] }, 'unsupported_parameter'],
+      ['input[0].content[0].type', { input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-1' }] }] }, 'unsupported_parameter'],
+      // The fixture has no projector: an image is refused before its URL is read.
+      ['input[0].content[0].image_url', { input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'http://x/y.png' }] }] }, 'unsupported_value'],
       ['tools[0].type', { input: 'Hi', tools: [{ type: 'web_search' }] }, 'invalid_value'],
       ['tool_choice', { input: 'Hi', tool_choice: 'required' }, 'invalid_value'],
       ['background', { input: 'Hi', background: true }, 'unsupported_parameter'],

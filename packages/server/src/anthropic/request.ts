@@ -4,7 +4,8 @@
 // header's per-request stamp blanked (normalize_anthropic_billing_header) so the prefix cache gets
 // past it; in a message, text blocks stay text parts, thinking blocks become reasoning_content,
 // tool_use blocks become tool_calls (input as JSON text), tool_result blocks become tool messages
-// (a block list's text joined); a message left with nothing is dropped; tools become function
+// (a block list's text joined; with images, its text and image parts); image blocks become
+// image_url parts (a base64 source as its data URL); a message left with nothing is dropped; tools become function
 // tools (input_schema their parameters); tool_choice auto/any → 'auto'/'required';
 // stop_sequences → stop; thinking enabled/disabled → the template's reasoning on/off, enabled's
 // budget_tokens the reasoning budget (thinking_budget_tokens). Beyond
@@ -12,12 +13,14 @@
 // Where this differs from llama.cpp: tool messages come before the text of the user message that
 // carries them (Anthropic puts tool_result blocks first; llama.cpp emitted the text first), a
 // { type: 'tool', name } choice forces that tool (llama.cpp: any tool), 'none' is honoured,
-// disable_parallel_tool_use is parallel_tool_calls false, and images are refused by the schema.
+// disable_parallel_tool_use is parallel_tool_calls false, and documents are refused by the schema.
+import type { ImageRef } from '../images.js';
 import type { MessageBody } from '../request-fields.js';
 import type { ChatCompletionBody } from '../schemas.js';
-import type { AnthropicMessage, ContentBlock, CountTokensBody, MessagesBody } from './schema.js';
+import type { AnthropicMessage, ContentBlock, CountTokensBody, ImageSource, MessagesBody } from './schema.js';
 
 type ToolResult = Extract<ContentBlock, { type: 'tool_result' }>;
+type Part = Extract<NonNullable<MessageBody['content']>, readonly unknown[]>[number];
 
 const BILLING_HEADER = 'x-anthropic-billing-header:';
 const CCH_LENGTH = 5;
@@ -42,25 +45,51 @@ function systemMessage(system: MessagesBody['system']): MessageBody | null {
   return { role: 'system', content: text };
 }
 
-/** A tool_result's content as the tool message's text (text blocks joined, as llama.cpp). */
-function toolResultText(content: ToolResult['content']): string {
+/** An image source as the URL the chat path reads (images.ts): a base64 source is its data URL, as llama.cpp writes it. */
+export function sourceUrl(source: ImageSource): string {
+  return source.type === 'base64' ? `data:${source.media_type};base64,${source.data}` : source.type === 'url' ? source.url : '';
+}
+
+const imagePart = (source: ImageSource): Part => ({ type: 'image_url', image_url: { url: sourceUrl(source) } });
+
+/** A tool_result's content: its text blocks joined, as llama.cpp; with images, text and image parts. */
+function toolResultContent(content: ToolResult['content']): MessageBody['content'] {
   if (content === undefined || content === null) return '';
   if (typeof content === 'string') return content;
-  return content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+  if (!content.some((b) => b.type === 'image')) return content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+  return content.flatMap((b): Part[] => (b.type === 'text' ? [{ type: 'text', text: b.text }] : b.type === 'image' ? [imagePart(b.source)] : []));
+}
+
+/** The request's images in order, each with the field it came in, for images.ts to read. */
+export function imageRefs(b: MessagesBody | CountTokensBody): ImageRef[] {
+  const refs: ImageRef[] = [];
+  b.messages.forEach((m, i) => {
+    if (typeof m.content === 'string') return;
+    m.content.forEach((block, j) => {
+      const at = `messages[${i}].content[${j}]`;
+      if (block.type === 'image') refs.push({ url: sourceUrl(block.source), param: `${at}.source` });
+      if (block.type !== 'tool_result' || !Array.isArray(block.content)) return;
+      block.content.forEach((c, k) => {
+        if (c.type === 'image') refs.push({ url: sourceUrl(c.source), param: `${at}.content[${k}].source` });
+      });
+    });
+  });
+  return refs;
 }
 
 /** One Anthropic message → its chat messages: the tool results, then the message itself (when anything is left). */
 function convertMessage(m: AnthropicMessage): MessageBody[] {
   if (typeof m.content === 'string') return [{ role: m.role, content: m.content }];
-  const parts: { type: 'text'; text: string }[] = [];
+  const parts: Part[] = [];
   const calls: NonNullable<MessageBody['tool_calls']> = [];
   const results: MessageBody[] = [];
   let reasoning = '';
   for (const b of m.content) {
     if (b.type === 'text') parts.push({ type: 'text', text: b.text });
+    else if (b.type === 'image') parts.push(imagePart(b.source));
     else if (b.type === 'thinking') reasoning += b.thinking;
     else if (b.type === 'tool_use') calls.push({ id: b.id, type: 'function', function: { name: b.name, arguments: JSON.stringify(b.input) } });
-    else if (b.type === 'tool_result') results.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultText(b.content) });
+    else if (b.type === 'tool_result') results.push({ role: 'tool', tool_call_id: b.tool_use_id, content: toolResultContent(b.content) });
   }
   const out = results;
   if (parts.length > 0 || calls.length > 0 || reasoning !== '') {

@@ -7,12 +7,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ServerCore } from '../core.js';
 import { drainBody } from '../drain.js';
-import { engineError, toApiError } from '../errors.js';
+import { engineError, imageRefusal, toApiError } from '../errors.js';
+import { readImages } from '../images.js';
 import { chatSpec } from '../request.js';
 import { constraintParam, type GenerationSpec } from '../respond.js';
 import { serveGeneration } from '../serve.js';
 import { sendAnthropicError } from './errors.js';
-import { toChatBody, toCountBody } from './request.js';
+import { imageRefs, toChatBody, toCountBody } from './request.js';
 import { anthropicResponder } from './respond.js';
 import { countTokensBody, messagesBody, type CountTokensBody, type MessagesBody } from './schema.js';
 
@@ -28,25 +29,30 @@ export function isAnthropicRoute(req: FastifyRequest): boolean {
 export function registerAnthropic(v1: FastifyInstance, core: ServerCore): void {
   void v1.register(async (app) => {
     app.setErrorHandler(async (err, req, reply) => {
-      const api = toApiError(err, core.opts.bodyLimitBytes);
-      if (api.status === 413) await drainBody(req.raw, 16 * core.opts.bodyLimitBytes, 10_000);
+      const limit = req.routeOptions.bodyLimit ?? core.opts.bodyLimitBytes;
+      const api = toApiError(err, limit);
+      if (api.status === 413) await drainBody(req.raw, 16 * limit, 10_000);
       // Every refusal of a generation request is counted, as the chat endpoints' are.
       if (req.routeOptions.url === MESSAGES) core.metrics.request(MESSAGES, api.status >= 500 ? 'failed' : 'rejected', null);
       return sendAnthropicError(reply, api);
     });
-    app.post<{ Body: MessagesBody }>('/messages', { schema: { body: messagesBody } }, async (req, reply) => {
-      const spec: GenerationSpec = { ...chatSpec(core, toChatBody(req.body)), endpoint: MESSAGES };
+    // Bodies with images get the larger limit (images.ts).
+    const bodyLimit = core.imageBodyLimit;
+    app.post<{ Body: MessagesBody }>('/messages', { schema: { body: messagesBody }, bodyLimit }, async (req, reply) => {
+      const images = await readImages(core, imageRefs(req.body), reply);
+      const spec: GenerationSpec = { ...chatSpec(core, toChatBody(req.body), images), endpoint: MESSAGES };
       return serveGeneration(core, reply, spec, anthropicResponder(core.serving().model));
     });
-    app.post<{ Body: CountTokensBody }>('/messages/count_tokens', { schema: { body: countTokensBody } }, async (req) => {
-      const spec = chatSpec(core, toCountBody(req.body));
+    app.post<{ Body: CountTokensBody }>('/messages/count_tokens', { schema: { body: countTokensBody }, bodyLimit }, async (req, reply) => {
+      const images = await readImages(core, imageRefs(req.body), reply);
+      const spec = chatSpec(core, toCountBody(req.body), images);
       const { model } = core.serving();
       // The prompt generate() would evaluate: template, tools and generation prompt included.
       let tokens: number[];
       try {
         tokens = await model.promptTokens(spec.input, spec.generate);
       } catch (err) {
-        throw engineError(err, spec.inputParam, 'start', constraintParam(spec));
+        throw imageRefusal(engineError(err, spec.inputParam, 'start', constraintParam(spec)), spec.imageParams);
       }
       return { input_tokens: tokens.length };
     });

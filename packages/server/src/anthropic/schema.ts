@@ -2,8 +2,8 @@
 // zod schemas checked by the server's validator hook (validate.ts): every field is implemented,
 // accepted without effect, or refused with a 400 naming it, as for chat completions (schemas.ts).
 // The content blocks are the ones llama.cpp's server_chat_convert_anthropic_to_oai
-// (tools/server/server-chat.cpp) converts: text, thinking, tool_use, tool_result; images are
-// refused (no vision projector support yet), where llama-server answers a 500 without one.
+// (tools/server/server-chat.cpp) converts: text, image (base64 or url sources, in user messages
+// and tool results), thinking, tool_use, tool_result; documents are refused.
 import { z } from 'zod';
 import { optionMax } from '../limits.js';
 import { MAX_STOP_CHARS, MAX_TOOLS } from '../schemas.js';
@@ -16,10 +16,23 @@ const jsonObject = z.record(z.string(), z.unknown(), JSON_OBJECT);
 /** Anthropic's prompt-cache marker: the KV cache here reuses every common prefix anyway. */
 const cacheControl = ignored(z.looseObject({}, 'must be an object { type }'));
 
-const NO_IMAGES = 'image input is not supported: this server has no vision projector (mmproj) support yet';
-const imageBlock = z.looseObject({ type: z.literal('image') }).superRefine((_v, ctx) => {
-  ctx.addIssue({ code: 'custom', message: NO_IMAGES, params: { kind: UNSUPPORTED } });
-});
+const MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
+const MEDIA = "must be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'";
+const SOURCE = "must be an image source { type: 'base64', media_type, data } or { type: 'url', url }";
+const imageSource = z.discriminatedUnion(
+  'type',
+  [
+    z.strictObject({ type: z.literal('base64'), media_type: z.enum(MEDIA_TYPES, MEDIA), data: str.min(1, 'must be the image as base64') }),
+    // Fetched only with --allow-image-urls (images.ts).
+    z.strictObject({ type: z.literal('url'), url: str.min(1, 'must be an http(s) URL') }),
+    z.looseObject({ type: z.literal('file') }).superRefine((_v, ctx) => {
+      ctx.addIssue({ code: 'custom', message: 'the Files API is not supported; send the image as base64 (or a url)', params: { kind: UNSUPPORTED } });
+    }),
+  ],
+  SOURCE,
+);
+export type ImageSource = z.infer<typeof imageSource>;
+const imageBlock = z.strictObject({ type: z.literal('image'), source: imageSource, cache_control: cacheControl }, 'must be an image block { type: "image", source }');
 const documentBlock = z.looseObject({ type: z.literal('document') }).superRefine((_v, ctx) => {
   ctx.addIssue({ code: 'custom', message: 'document input is not supported; send the text as a text block', params: { kind: UNSUPPORTED } });
 });
@@ -35,11 +48,9 @@ const textBlock = z.strictObject(
   'must be a text block { type: "text", text }',
 );
 
-const BLOCKS = "must be a content block: 'text', 'thinking', 'redacted_thinking', 'tool_use' or 'tool_result' ('image' and 'document' are refused)";
-const toolResultContent = z.union(
-  [str, z.array(z.discriminatedUnion('type', [textBlock, imageBlock, documentBlock], "must be a 'text' block"), 'must be a string or an array of text blocks')],
-  'must be a string or an array of text blocks',
-);
+const BLOCKS = "must be a content block: 'text', 'image', 'thinking', 'redacted_thinking', 'tool_use' or 'tool_result' ('document' is refused)";
+const RESULT = 'must be a string or an array of text and image blocks';
+const toolResultContent = z.union([str, z.array(z.discriminatedUnion('type', [textBlock, imageBlock, documentBlock], "must be a 'text' or 'image' block"), RESULT)], RESULT);
 const block = z.discriminatedUnion(
   'type',
   [
@@ -75,9 +86,10 @@ const message = z
   .superRefine((m, ctx) => {
     if (typeof m.content === 'string') return;
     m.content.forEach((b, i) => {
-      const only = (role: string) => ctx.addIssue({ code: 'custom', path: ['content', i, 'type'], message: `a '${b.type}' block belongs in a${role === 'user' ? '' : 'n'} ${role} message` });
+      const article = /^[aeiou]/.test(b.type) ? 'an' : 'a';
+      const only = (role: string) => ctx.addIssue({ code: 'custom', path: ['content', i, 'type'], message: `${article} '${b.type}' block belongs in a${role === 'user' ? '' : 'n'} ${role} message` });
       if (m.role === 'user' && (b.type === 'tool_use' || b.type === 'thinking' || b.type === 'redacted_thinking')) only('assistant');
-      if (m.role === 'assistant' && b.type === 'tool_result') only('user');
+      if (m.role === 'assistant' && (b.type === 'tool_result' || b.type === 'image')) only('user');
     });
   });
 export type AnthropicMessage = z.infer<typeof message>;

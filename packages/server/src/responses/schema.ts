@@ -2,7 +2,7 @@
 // server's validator hook (validate.ts): every field implemented, accepted without effect, or
 // refused with a 400 naming it, as for chat completions (schemas.ts). The input items are the ones
 // llama.cpp's server_chat_convert_responses_to_chatcmpl (tools/server/server-chat.cpp) converts:
-// messages with text parts, function_call, function_call_output and reasoning items.
+// messages with text and image parts, function_call, function_call_output and reasoning items.
 import { z } from 'zod';
 import {
   NULLABLE,
@@ -31,7 +31,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** Ids and statuses a client sends back with items it got: they change nothing in the prompt. */
 const echoed = { id: ignored(str), status: ignored(str) };
 
-/** A content part this server cannot read (images, files, audio): a 400 naming it. */
+/** A content part this server cannot read (files, audio): a 400 naming it. */
 const refusedPart = <T extends string>(type: T, why: string) =>
   z.looseObject({ type: z.literal(type) }).superRefine((_v, ctx) => ctx.addIssue({ code: 'custom', message: why, path: ['type'], params: { kind: 'unsupported' } }));
 
@@ -42,20 +42,35 @@ const outputText = z.strictObject({
   annotations: ignored(z.array(z.unknown(), 'must be an array')),
   logprobs: ignored(z.array(z.unknown(), 'must be an array')),
 });
-const PART = "must be a content part { type: 'input_text' | 'output_text', text }";
+const DETAIL = "must be 'auto', 'low' or 'high'";
+const IMAGE_URL = 'must be a data URL (data:image/png;base64,...) or an http(s) URL';
+/** An image (in a user message): its URL is read into bytes before the request waits (images.ts). */
+const inputImage = z
+  .strictObject({
+    type: z.literal('input_image'),
+    image_url: NULLABLE(z.string(IMAGE_URL).min(1, IMAGE_URL)),
+    file_id: unsupported('file ids are not supported (this server keeps no files); send image_url, a data URL (data:image/png;base64,...)'),
+    // OpenAI's resolution hint: the projector sees every image at its own resolution.
+    detail: ignored(z.enum(['auto', 'low', 'high'], DETAIL)),
+  })
+  .superRefine((p, ctx) => {
+    if (p.image_url === undefined || p.image_url === null) ctx.addIssue({ code: 'custom', path: ['image_url'], message: 'an input_image needs image_url (a data URL or an http(s) URL)', params: { kind: 'missing' } });
+  });
+export type InputImage = z.infer<typeof inputImage>;
+const PART = "must be a content part { type: 'input_text' | 'output_text', text } or { type: 'input_image', image_url }";
 const part = z.discriminatedUnion(
   'type',
   [
     inputText,
     outputText,
-    refusedPart('input_image', 'image input is not supported (text only)'),
+    inputImage,
     refusedPart('input_file', 'file input is not supported (text only)'),
     refusedPart('input_audio', 'audio input is not supported (text only)'),
     refusedPart('refusal', 'refusals are not modelled; send the text as output_text'),
   ],
   PART,
 );
-export type ContentPart = z.infer<typeof inputText> | z.infer<typeof outputText>;
+export type ContentPart = z.infer<typeof inputText> | z.infer<typeof outputText> | InputImage;
 
 const ROLE = "must be one of 'user', 'system', 'developer', 'assistant'";
 const messageItem = z
@@ -66,9 +81,12 @@ const messageItem = z
     ...echoed,
   })
   .superRefine((m, ctx) => {
-    if (m.role === 'assistant' || typeof m.content === 'string') return;
+    if (typeof m.content === 'string') return;
     m.content.forEach((p, i) => {
-      if (p.type !== 'input_text') ctx.addIssue({ code: 'custom', path: ['content', i, 'type'], message: `a ${m.role} message takes 'input_text' parts` });
+      const refuse = (message: string) => ctx.addIssue({ code: 'custom', path: ['content', i, 'type'], message });
+      // As OpenAI: images come from the user.
+      if (p.type === 'input_image' && m.role !== 'user') refuse(`a ${m.role} message cannot hold images; only user messages carry them`);
+      else if (m.role !== 'assistant' && p.type === 'output_text') refuse(`a ${m.role} message takes 'input_text'${m.role === 'user' ? " and 'input_image'" : ''} parts`);
     });
   });
 
