@@ -8,9 +8,10 @@
 //                  cgroup room - max(128 MiB, 10 % of its limit))   room = limit - (usage - inactive
 //              page cache), over the process's memory cgroup and its ancestors; no cgroup on Android
 //   overhead = 512 MiB                                       KV cache, compute buffers, Node itself
-//   1. resident when file + overhead <= usable (fastest), or when there are no experts to stream
+//   1. resident when file + projector + overhead <= usable (fastest), or when there are no experts
+//      to stream (projector: the image projector loaded beside the model, if any; always resident)
 //   2. otherwise stream the experts with
-//        ceiling = min(usable - dense - overhead, expert bytes)
+//        ceiling = min(usable - dense - projector - overhead, expert bytes)
 //      a. ceiling >= one token's working set: cache 'auto' capped at the ceiling (the native side
 //         takes what MemAvailable and the cgroup leave above 1 GiB at load time, never more)
 //      b. otherwise no cache: every routed expert is read each token
@@ -25,6 +26,8 @@
 //   a phone's flash bandwidth over one, and 2 → 4 lanes still gained 4–12 % on 2 shared cores).
 // What the user gave wins: `threads` (-t) and the other context/model options are kept, and a
 // given `stream` (--moe-stream or --no-moe-stream, with their flags) replaces the rule's choice.
+import { stat } from 'node:fs/promises';
+import { findProjector } from './projector.js';
 import { inspectModel, type ModelHeaderInfo } from './inspect.js';
 import type { LoadOptions } from './options/api.js';
 import { NATIVE_CONSTANTS } from '@bmoe/core-native/contract';
@@ -58,6 +61,8 @@ export interface ModelFacts {
   expertBytes: number;
   /** One token's routed working set (every MoE layer reads top-k experts). */
   workingSetBytes: number;
+  /** The image projector loaded beside the model (LoadOptions.mmproj): always resident. Default 0. */
+  projectorBytes?: number;
 }
 
 export type SettingsMode = 'resident' | 'stream';
@@ -137,8 +142,9 @@ export function chooseSettings(model: ModelFacts, device: DeviceFacts, given: Lo
   const { stream: givenStream, ...rest } = given;
   const base: LoadOptions = { ...rest, threads };
   const where = `${formatSize(usable.bytes)} available${usable.limitedBy === 'cgroup' ? ' in this memory cgroup' : ''}`;
-  const need = `model ${formatSize(model.fileBytes)} + ${formatSize(SETTINGS_RULE.overheadBytes)} runtime`;
-  const fits = model.fileBytes + SETTINGS_RULE.overheadBytes <= usable.bytes;
+  const projector = model.projectorBytes ?? 0;
+  const need = `model ${formatSize(model.fileBytes)}${projector > 0 ? ` + projector ${formatSize(projector)}` : ''} + ${formatSize(SETTINGS_RULE.overheadBytes)} runtime`;
+  const fits = model.fileBytes + projector + SETTINGS_RULE.overheadBytes <= usable.bytes;
   const common = { usableBytes: usable.bytes, limitedBy: usable.limitedBy };
 
   // Repacked weights are anonymous copies: a resident model bigger than memory keeps the mapping.
@@ -185,7 +191,8 @@ function streamSettings(
   why: string,
   common: Pick<ChosenSettings, 'usableBytes' | 'limitedBy'>,
 ): ChosenSettings {
-  const room = usable - model.denseBytes - SETTINGS_RULE.overheadBytes;
+  // The projector stays resident beside the dense weights.
+  const room = usable - model.denseBytes - (model.projectorBytes ?? 0) - SETTINGS_RULE.overheadBytes;
   const ceilMb = Math.floor(Math.max(0, Math.min(room, model.expertBytes)) / MiB);
   const tight = room < 0;
   if (ceilMb > 0 && ceilMb * MiB >= model.workingSetBytes) {
@@ -222,7 +229,8 @@ export interface SettingsDecision {
  */
 export async function chooseSettingsFor(path: string, given: LoadOptions = {}, device: DeviceFacts = readDeviceFacts()): Promise<SettingsDecision> {
   const model = await inspectModel(path, given.nExpertUsed === undefined ? {} : { nExpertUsed: given.nExpertUsed });
-  return { settings: chooseSettings(model, device, given), model, device };
+  const projectorBytes = await projectorSize(path, given.mmproj);
+  return { settings: chooseSettings({ ...model, projectorBytes }, device, given), model, device };
 }
 
 /** The parallel-slot rule's constants. */
@@ -257,4 +265,15 @@ export function chooseParallel(kvBytesPerToken: number, contextSize: number, lef
 export function memoryLeft(model: ModelFacts, chosen: ChosenSettings): number {
   const held = chosen.mode === 'resident' ? model.fileBytes : model.denseBytes + (chosen.cacheCeilMb ?? 0) * MiB;
   return chosen.usableBytes - held - SETTINGS_RULE.overheadBytes;
+}
+
+/** The bytes of the projector `mmproj` resolves to for the model at `path` (0 for none or a file that is not there: the load says why). */
+async function projectorSize(path: string, mmproj: string | undefined): Promise<number> {
+  const file = mmproj === 'none' ? null : mmproj === undefined || mmproj === 'auto' ? await findProjector(path) : mmproj;
+  if (file === null) return 0;
+  try {
+    return (await stat(file)).size;
+  } catch {
+    return 0;
+  }
 }

@@ -64,6 +64,18 @@ describe('chooseSettings', () => {
     expect(over.load.stream?.moeStream).toBe(true);
   });
 
+  it("counts the image projector as resident memory beside the model (it makes a model that fit stream, and shrinks the cache's ceiling)", () => {
+    const d = machine(8 * GiB);
+    const usable = usableMemory(d).bytes;
+    const fits = moe(1 * GiB, usable - SETTINGS_RULE.overheadBytes - 1 * GiB - 4 * MiB, 100 * MiB);
+    expect(chooseSettings({ ...fits, projectorBytes: 0 }, d).mode).toBe('resident');
+    const withProjector = chooseSettings({ ...fits, projectorBytes: 600 * MiB }, d);
+    expect(withProjector.mode).toBe('stream');
+    expect(withProjector.reason).toMatch(/^streaming experts \(model 6\.5 GiB \+ projector 600 MiB \+ 512 MiB runtime > 7\.0 GiB available\)/);
+    const without = chooseSettings({ ...fits, fileBytes: fits.fileBytes + 1, expertBytes: fits.expertBytes + 1 }, d);
+    expect(withProjector.cacheCeilMb).toBe((without.cacheCeilMb ?? 0) - 600);
+  });
+
   it('streams a model larger than a 2 GiB memory cgroup with cache auto capped inside the limit', () => {
     // This machine (24 GiB, 2 cores) with the README's benchmark model, inside a 2 GiB cgroup.
     const d: DeviceFacts = { memTotalBytes: 24 * GiB, memAvailableBytes: 22 * GiB, cgroup: cgroup(2 * GiB, 40 * MiB), cores: 2 };
