@@ -28,4 +28,4 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
-export { findLlamaTool, runLlamaCompletion, stripCompletionOutput, type LlamaCompletionOptions } from './llama-tools.js';
+export { findLlamaTool, runLlamaCompletion, runLlamaMtmd, stripCompletionOutput, type LlamaCompletionOptions, type LlamaMtmdOptions } from './llama-tools.js';

@@ -66,3 +66,42 @@ export function stripCompletionOutput(stdout: string): string {
   if (s.endsWith(' [end of text]\n')) s = s.slice(0, -' [end of text]\n'.length);
   return s;
 }
+
+export interface LlamaMtmdOptions {
+  model: string;
+  mmproj: string;
+  /** Image files, in order: the user message is one marker per image, then the prompt. */
+  images: readonly string[];
+  prompt: string;
+  /** Tokens to generate. Default 32. */
+  nPredict?: number;
+  /** Default 2. */
+  threads?: number;
+  /** Default: the one built from the pinned source (a one-line error when it is not built). */
+  binary?: string;
+}
+
+/**
+ * Greedy text of llama-mtmd-cli's single turn (`-n N --temp 0 -c 4096 -b 512 -ub 512 --jinja`):
+ * the user message is a media marker per image then the prompt, through the chat template, as
+ * `bmoe run --image` sends it. Its stdout is "\n", the answer and a closing "\n\n" (printed
+ * through the same asynchronous logger as llama-completion's: a run whose closing did not arrive
+ * is run again); what comes back is the answer.
+ */
+export async function runLlamaMtmd(opts: LlamaMtmdOptions): Promise<string> {
+  const bin = opts.binary ?? findLlamaTool('llama-mtmd-cli');
+  if (bin === null) throw new Error("llama-mtmd-cli is not built (it is built beside llama-completion: packages/core-native's native build)");
+  const args = ['-m', opts.model, '--mmproj', opts.mmproj, ...opts.images.flatMap((i) => ['--image', i]), '-p', opts.prompt];
+  args.push('-n', String(opts.nPredict ?? 32), '--temp', '0', '-c', '4096', '-b', '512', '-ub', '512', '--jinja', '-t', String(opts.threads ?? 2));
+  for (let attempt = 1; ; attempt++) {
+    const stdout = await new Promise<string>((ok, fail) => {
+      const child = execFile(bin, args, { maxBuffer: 64 << 20, encoding: 'utf8', timeout: 300_000 }, (err, out, errText) => {
+        if (err) fail(new Error(`llama-mtmd-cli failed: ${err.message.split('\n')[0]} ${String(errText).split('\n').slice(-3).join(' ')}`));
+        else ok(out);
+      });
+      child.stdin?.end();
+    });
+    if (stdout.endsWith('\n\n')) return stdout.slice(stdout.startsWith('\n') ? 1 : 0, -2);
+    if (attempt >= 20) throw new Error(`llama-mtmd-cli's output was cut short in ${attempt} runs (its asynchronous logger lost the tail at exit)`);
+  }
+}

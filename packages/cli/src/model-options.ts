@@ -160,13 +160,24 @@ export async function chooseLoad(model: string, given: LoadOptions): Promise<Cho
 }
 
 /**
- * What `run` and `chat` do before loading: MODEL resolved (a path, or a hub REF pulled first), the
- * settings rule applied to the flags given (its one line on stderr), and the generation flags given.
+ * MODEL as run, chat and serve load it: a path, or a hub REF pulled first (with its image
+ * projector, unless --mmproj names one or none); and the load options with the projector to load
+ * (--mmproj as given, else the one pulled with the model, else the engine's 'auto').
+ */
+export async function resolveModel(model: string, given: LoadOptions): Promise<{ path: string; given: LoadOptions }> {
+  const { resolveModelArg } = await import('./hub/index.js');
+  const { projectorOption } = await import('./projector.js');
+  const path = await resolveModelArg(model, { mmproj: given.mmproj === undefined || given.mmproj === 'auto' });
+  const mmproj = await projectorOption(path, given.mmproj);
+  return { path, given: mmproj === undefined ? given : { ...given, mmproj } };
+}
+
+/**
+ * What `run` and `chat` do before loading: MODEL resolved (resolveModel), the settings rule
+ * applied to the flags given (its one line on stderr), and the generation flags given.
  */
 export async function prepareGeneration(cmd: Command, model: string, flags: ModelFlags): Promise<{ path: string; load: LoadOptions; generate: GenerateOptions }> {
-  const given = loadOptions(cmd, flags);
-  const { resolveModelArg } = await import('./hub/index.js');
-  const path = await resolveModelArg(model);
+  const { path, given } = await resolveModel(model, loadOptions(cmd, flags));
   const settings = await chooseLoad(path, given);
   process.stderr.write(`${settingsLine(settings)}\n`);
   return { path, load: settings.load, generate: generateOptions(cmd, flags) };

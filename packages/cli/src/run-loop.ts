@@ -1,7 +1,7 @@
 // The generation loop shared by `bmoe run` and `bmoe demo`: load, stream text (or JSON events)
 // to stdout, optional per-token CSV, end-of-run lines on stderr, Ctrl-C as a clean abort; with a
 // prompt cache, the session's KV state loaded from a file before and saved to it after.
-import { loadModel, type GenerateOptions, type LoadOptions, type Model, type TokenEvent } from '@bmoe/engine';
+import { loadModel, type ChatMessage, type GenerateOptions, type LoadOptions, type Model, type TokenEvent } from '@bmoe/engine';
 import { endOfRunLineOptions, formatEndOfRunLines, type RunSummary } from '@bmoe/engine/metrics';
 import { checkWritable, savedLine, stateExists } from './chat/session-file.js';
 import { EXIT_INTERRUPTED } from './context.js';
@@ -13,6 +13,8 @@ export interface GenerationSpec {
   prompt: string;
   /** Send the prompt as one user message through the chat template. */
   chat: boolean;
+  /** Images (file paths) the user message carries before the prompt's text; they need `chat`. */
+  images?: readonly string[];
   load: LoadOptions;
   generate: Omit<GenerateOptions, 'signal'>;
   /** Per-token CSV path. */
@@ -55,7 +57,7 @@ export async function runGeneration(spec: GenerationSpec): Promise<number> {
       const loaded = cached ? (await session.load(cacheFile)).tokens : null;
       process.stderr.write(`bmoe: prompt cache: ${loaded === null ? `${cacheFile} not there yet, saved after the run` : `loaded ${cacheFile} (${loaded} tokens)`}\n`);
     }
-    const input = spec.chat ? [{ role: 'user', content: spec.prompt }] : spec.prompt;
+    const input = spec.chat ? [userMessage(spec.prompt, spec.images ?? [])] : spec.prompt;
     const gen = session.generate(input, { ...spec.generate, signal: ac.signal });
     let lastText = '';
     for await (const ev of gen) {
@@ -104,6 +106,16 @@ export async function runGeneration(spec: GenerationSpec): Promise<number> {
     await csv?.discard();
     await closeQuietly(model);
   }
+}
+
+/**
+ * The prompt as one user message; with images, they come first and the text after, as
+ * llama-mtmd-cli puts its markers before the prompt (no separator between them: the chat layer
+ * joins a media marker and the text that follows as they are).
+ */
+function userMessage(prompt: string, images: readonly string[]): ChatMessage {
+  if (images.length === 0) return { role: 'user', content: prompt };
+  return { role: 'user', content: [...images.map((image) => ({ type: 'image' as const, image })), { type: 'text', text: prompt }] };
 }
 
 function tokenEvent(ev: TokenEvent): Record<string, unknown> {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { isModelRef, parseModelRef, resolveModelFlags } from '../src/hub/index.js';
 import { modelsDir } from '../src/hub/models-dir.js';
 import { localName } from '../src/hub/pull.js';
-import { groupModels, listNames, matchesQuant, selectFiles } from '../src/hub/select.js';
+import { groupModels, listNames, matchesQuant, selectFiles, selectProjector } from '../src/hub/select.js';
 import { startFakeHub } from './fake-hub.js';
 
 const f = (path: string) => ({ path, size: 1, sha256: null });
@@ -92,6 +92,26 @@ describe('quant selection', () => {
       'hf:a/b: the repository has 2 GGUF models: Q6_K, Q8_0; name one, e.g. hf:a/b:Q6_K',
     );
     expect(() => selectFiles([f('README.md')], { text: 'hf:a/r', repo: 'a/r', quant: null, file: null })).toThrow(/has no GGUF model files/);
+  });
+});
+
+describe('the image projector fetched with a model', () => {
+  const paths = (files: ReadonlyArray<{ path: string }> | null): string[] | null => files?.map((x) => x.path) ?? null;
+  const pick = (repo: string[], model: string): string[] | null => paths(selectProjector(repo.map(f), [f(model)], 'hf:a/v'));
+
+  it('F16 first, then BF16, then F32, then the rest by name; none when the repository has none', () => {
+    expect(pick(['v-Q4_K_M.gguf', 'mmproj-F32.gguf', 'mmproj-BF16.gguf', 'mmproj-F16.gguf', 'mmproj-Q8_0.gguf'], 'v-Q4_K_M.gguf')).toEqual(['mmproj-F16.gguf']);
+    expect(pick(['v-Q4_K_M.gguf', 'mmproj-v-f32.gguf', 'mmproj-v-bf16.gguf'], 'v-Q4_K_M.gguf')).toEqual(['mmproj-v-bf16.gguf']);
+    expect(pick(['v-Q4_K_M.gguf', 'mmproj-Q8_0.gguf', 'mmproj-F32.gguf'], 'v-Q4_K_M.gguf')).toEqual(['mmproj-F32.gguf']);
+    expect(pick(['v-Q4_K_M.gguf', 'mmproj-v-Q8_0.gguf', 'mmproj-a-Q8_0.gguf'], 'v-Q4_K_M.gguf')).toEqual(['mmproj-a-Q8_0.gguf']);
+    expect(pick(['v-Q4_K_M.gguf', 'README.md'], 'v-Q4_K_M.gguf')).toBeNull();
+  });
+
+  it("prefers the model's folder, else takes one anywhere; a projector pulled by path brings none", () => {
+    const repo = ['Q4_K_M/v-Q4_K_M-00001-of-00002.gguf', 'Q4_K_M/v-Q4_K_M-00002-of-00002.gguf', 'mmproj-F16.gguf', 'Q4_K_M/mmproj-BF16.gguf'];
+    expect(pick(repo, 'Q4_K_M/v-Q4_K_M-00001-of-00002.gguf')).toEqual(['Q4_K_M/mmproj-BF16.gguf']);
+    expect(pick(['Q4_K_M/v-Q4_K_M.gguf', 'mmproj-F16.gguf'], 'Q4_K_M/v-Q4_K_M.gguf')).toEqual(['mmproj-F16.gguf']);
+    expect(pick(['mmproj-F16.gguf', 'mmproj-F32.gguf'], 'mmproj-F32.gguf')).toBeNull();
   });
 });
 

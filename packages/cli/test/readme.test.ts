@@ -145,7 +145,8 @@ describe(`the bmoe run flags in ${RUN_FLAGS_PAGE}`, () => {
     expect(table).toContain('| `--io-threads N` | 4 | parallel read lanes');
     expect(table).toContain('| `--cache-mb N\\|auto` | 0 |');
     for (const row of optionRows(['context', 'model', 'stream', 'generate'])) {
-      if (row.flag) expect(table, row.key).toMatch(new RegExp(`\`(-\\w, )?${row.flag}[^\`]*\` \\| ${row.defaultText.replace(/[()|]/g, '\\$&')} \\|`));
+      // The default as text: every regex character escaped (mmproj's default names `mmproj*.gguf`).
+      if (row.flag) expect(table, row.key).toMatch(new RegExp(`\`(-\\w, )?${row.flag}[^\`]*\` \\| ${row.defaultText.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\|`));
     }
   });
 });

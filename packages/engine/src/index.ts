@@ -3,7 +3,8 @@
 export { loadModel, type EmbedOptions, type Embeddings, type Model, type ModelInfo, type Pooling, type TokenizeOptions } from './model.js';
 export type { Session } from './session.js';
 export type { ProjectorInfo } from './projector.js';
-export { findProjector } from './projector.js';
+export { findProjector, readProjector } from './projector.js';
+export { MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS } from './images.js';
 export type {
   AssistantMessage,
   ChatMessage,

@@ -44,6 +44,11 @@ export interface ModelInfo extends ModelHeaderInfo {
   stream: NativeStreamInfo | null;
   /** The image projector loaded beside the model (LoadOptions.mmproj), or null: the model then takes text only. */
   projector: ProjectorInfo | null;
+  /**
+   * With `mmproj: 'auto'`: why an `mmproj*.gguf` found beside the model was not loaded (another
+   * model's projector, a damaged file), one line; null otherwise. An explicit path fails the load instead.
+   */
+  projectorSkipped: string | null;
 }
 
 /** How `Model.tokenize` reads text. */
@@ -152,8 +157,19 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
   if (projectorPath !== null && wasm) {
     throw new BmoeError('E_UNSUPPORTED', 'mmproj: the wasm32-wasi build takes no images (it has no multimodal library)');
   }
-  const projector = projectorPath === null ? null : await readProjector(projectorPath);
-  if (projector !== null) await checkProjector(path, projector, opts.threads);
+  let projector: ProjectorInfo | null = null;
+  let projectorSkipped: string | null = null;
+  if (projectorPath !== null) {
+    try {
+      projector = await readProjector(projectorPath);
+      await checkProjector(path, projector, opts.threads);
+    } catch (err) {
+      // 'auto' is a guess (a folder may hold another model's projector): a miss loads text only.
+      if (opts.mmproj !== 'auto') throw err;
+      projector = null;
+      projectorSkipped = messageOf(err);
+    }
+  }
   if (wasm) {
     refuseWhatWasmCannot(header, opts);
     // No repacked layouts in the wasm32-wasi build (ggml repacks only for CPU SIMD it lacks there).
@@ -184,13 +200,18 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
     try {
       await native.loadProjector!(projector.path, { threads: opts.threads });
     } catch (err) {
-      native.close();
       const msg = messageOf(err);
-      throw new BmoeError('E_MODEL', `mmproj: ${msg.includes(projector.path) ? msg : `${projector.path}: ${msg}`}`, { cause: err });
+      const e = new BmoeError('E_MODEL', `mmproj: ${msg.includes(projector.path) ? msg : `${projector.path}: ${msg}`}`, { cause: err });
+      if (opts.mmproj !== 'auto') {
+        native.close();
+        throw e;
+      }
+      projector = null;
+      projectorSkipped = e.message;
     }
   }
   const n: NativeModelInfo = native.info();
-  const info: ModelInfo = { ...header, parameters: n.nParams, chatTemplate: n.chatTemplate, options: opts, load, stream: native.streamInfo(), projector };
+  const info: ModelInfo = { ...header, parameters: n.nParams, chatTemplate: n.chatTemplate, options: opts, load, stream: native.streamInfo(), projector, projectorSkipped };
   let identity: string;
   try {
     identity = await modelIdentity(header.shards);

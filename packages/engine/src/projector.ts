@@ -53,7 +53,8 @@ export async function readProjector(path: string): Promise<ProjectorInfo> {
   try {
     file = await readGguf(path);
   } catch (err) {
-    const msg = err instanceof GgufError ? messageOf(err) : `${path}: ${messageOf(err)}`;
+    const code = (err as NodeJS.ErrnoException).code;
+    const msg = code === 'ENOENT' ? `${path}: no such file` : err instanceof GgufError ? messageOf(err) : `${path}: ${messageOf(err)}`;
     throw new BmoeError('E_MODEL', `mmproj: ${msg}`, { cause: err });
   }
   const arch = kvString(file.kv, 'general.architecture');

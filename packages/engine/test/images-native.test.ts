@@ -255,6 +255,22 @@ describe.runIf(nativeAvailable)('images (native)', () => {
         expect(e?.message).toMatch(/^mmproj: .*mmproj-bad-\d+\.gguf: llama\.cpp's projector code stopped on this file \(SIGABRT: .*GGML_ASSERT/);
       }
     }
+    // Another model's projector (2048 wide, for qwen3.6-35b-a3b) beside a 256-wide model: given,
+    // the load fails naming it; found by 'auto', the model loads text only and says why.
+    const other = join(root, 'other-model');
+    await makeModel({ preset: 'tiny-gemma4', out: join(other, 'model.gguf') });
+    await makeProjector({ preset: 'qwen3.6-35b-a3b', out: join(other, 'mmproj-F16.gguf') });
+    const given = await loadModel(join(other, 'model.gguf'), { mmproj: join(other, 'mmproj-F16.gguf') }).then(() => null, (x: unknown) => x as Error & { code: string });
+    expect(given?.code).toBe('E_MODEL');
+    expect(given?.message).toMatch(/^mmproj: .*other-model\/mmproj-F16\.gguf: not a projector \(mmproj\) this llama\.cpp loads for this model/);
+    const auto = await loadModel(join(other, 'model.gguf'), { threads: 2 });
+    try {
+      expect(auto.info.projector).toBeNull();
+      expect(auto.info.projectorSkipped).toMatch(/^mmproj: .*mmproj-F16\.gguf: not a projector/);
+      expect((await auto.createSession().generate('Hello', { maxTokens: 2 }).result).tokens).toHaveLength(2);
+    } finally {
+      await auto.close();
+    }
     const cut = join(root, 'mmproj-cut.gguf');
     const { readFile } = await import('node:fs/promises');
     await writeFile(cut, (await readFile(f.mmproj)).subarray(0, 4000));

@@ -2,14 +2,17 @@
 // and the engine reuses the KV prefix it already holds), replies streamed as they come. Ctrl-C
 // stops the running reply; at the prompt a second Ctrl-C, Ctrl-D or /exit leaves. With --session
 // FILE the conversation resumes from FILE when it is there and is saved to it on leaving; /save
-// writes it at any time.
+// writes it at any time. With the model's projector loaded, `/image PATH` (or a file dropped on
+// the terminal) attaches an image to the next message (attach.ts).
+import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import pc from 'picocolors';
-import { BmoeError, loadModel, type GenerateOptions, type GenerationResult, type LoadOptions, type Model, type Session } from '@bmoe/engine';
+import { BmoeError, loadModel, type ChatMessage, type GenerateOptions, type GenerationResult, type LoadOptions, type Model, type Session } from '@bmoe/engine';
 import { endOfRunLineOptions, formatEndOfRunLines } from '@bmoe/engine/metrics';
 import { EXIT_FAILURE, EXIT_INTERRUPTED } from '../context.js';
 import { formatBytes, warnStream } from '../format.js';
 import { reportError } from '../report-error.js';
+import { attachedText, Attachments, droppedImages, imageArgPaths, readAttachment, type Attached } from './attach.js';
 import { PipedInput, TtyInput, type ChatInput } from './input.js';
 import { streamReply, type ReplyView } from './reply.js';
 import { checkWritable, savedLine, stateExists } from './session-file.js';
@@ -39,10 +42,19 @@ const HELP = [
   '/reset        forget the conversation',
   '/stats        the numbers of the last reply (the end-of-run lines of bmoe run)',
   '/save [PATH]  save the conversation and its KV cache to PATH (default: the --session file)',
+  '/image PATH   attach an image to the next message (repeatable; a file dropped on the terminal is attached too)',
+  '/image        list the images attached; /image clear drops them',
   '/exit         leave (also Ctrl-D, or Ctrl-C twice at the prompt); with --session, saves first',
 ];
 
 const SAVE_USAGE = 'usage: /save PATH (or start the chat with --session FILE)';
+const NO_PROJECTOR = 'this model takes no images: no projector is loaded (start bmoe chat with --mmproj FILE, or put its mmproj*.gguf beside the model)';
+
+/** A command's first word: `/name` (a dropped path, `/home/me/a.png …`, has more slashes: it is a message). */
+const COMMAND = /^\/[A-Za-z?]*$/;
+
+const isFile = (path: string): Promise<boolean> => stat(path).then((s) => s.isFile(), () => false);
+const images = (n: number): string => `${n} image${n === 1 ? '' : 's'}`;
 
 /** What a session file gave back: the conversation resumed. */
 interface Resumed {
@@ -81,6 +93,7 @@ class Chat {
   private readonly colors: ReturnType<typeof pc.createColors>;
   private last: GenerationResult | null = null;
   private running: AbortController | null = null;
+  private readonly attachments = new Attachments();
 
   constructor(
     private readonly spec: ChatSpec,
@@ -125,7 +138,8 @@ class Chat {
   private async loop(input: ChatInput): Promise<number> {
     let interrupts = 0;
     for (;;) {
-      const ev = await input.read(this.colors.bold(PROMPT));
+      const waiting = this.attachments.list.length;
+      const ev = await input.read(this.colors.bold(waiting > 0 ? `[${images(waiting)}] ${PROMPT}` : PROMPT));
       if (ev.type === 'eof') return 0;
       if (ev.type === 'interrupt') {
         interrupts = ev.cleared ? 0 : interrupts + 1;
@@ -136,17 +150,71 @@ class Chat {
       interrupts = 0;
       const line = ev.text.trim();
       if (line === '') continue;
-      if (line.startsWith('/')) {
+      if (COMMAND.test(line.split(/\s/, 1)[0]!)) {
         if ((await this.command(line)) === 'exit') return 0;
         continue;
       }
-      const code = await this.reply(line, input);
+      const message = await this.compose(line);
+      if (message === null) continue;
+      const code = await this.reply(message, input);
       if (code !== null) return code;
     }
   }
 
+  /**
+   * The message a line sends: its text, after the images attached and those dropped into it. Null
+   * when nothing is to be sent: a dropped image could not be attached (said in one line), or the
+   * line was only dropped paths (attached, for the next message).
+   */
+  private async compose(line: string): Promise<string | ChatMessage | null> {
+    const { text, paths } = await droppedImages(line, isFile);
+    if (paths.length > 0) {
+      const added = await this.attach(paths);
+      if (added === null) return null;
+      if (text === '') {
+        this.say(`(attached ${attachedText(added)}: it goes with your next message)`);
+        return null;
+      }
+      if (this.interactive) this.say(`(with ${attachedText(this.attachments.list)})`);
+    }
+    return this.attachments.message(text);
+  }
+
+  /** Reads and attaches the images at `paths`, all or none: null (and one line) when one cannot be. */
+  private async attach(paths: readonly string[]): Promise<Attached[] | null> {
+    if (this.model.info.projector === null) {
+      this.error(NO_PROJECTOR);
+      return null;
+    }
+    const read: Attached[] = [];
+    for (const path of paths) {
+      try {
+        read.push(await readAttachment(path));
+      } catch (err) {
+        this.error((err as Error).message);
+        return null;
+      }
+    }
+    for (const image of read) this.attachments.add(image);
+    return read;
+  }
+
+  /** `/image PATH...` attaches, `/image` lists, `/image clear` drops. */
+  private async imageCommand(arg: string): Promise<void> {
+    if (arg === 'clear') {
+      const dropped = this.attachments.clear();
+      this.say(dropped.length === 0 ? '(no images attached)' : `(dropped ${attachedText(dropped)})`);
+    } else if (arg === '') {
+      const list = this.attachments.list;
+      this.say(list.length === 0 ? '(no images attached: /image PATH attaches one)' : `(attached for the next message: ${attachedText(list)})`);
+    } else {
+      const added = await this.attach(await imageArgPaths(arg, isFile));
+      if (added) this.say(`(attached ${attachedText(added)}: it goes with your next message)`);
+    }
+  }
+
   /** One reply; a failed one is reported and the chat goes on, unless the model file changed. */
-  private async reply(message: string, input: ChatInput): Promise<number | null> {
+  private async reply(message: string | ChatMessage, input: ChatInput): Promise<number | null> {
     const ac = new AbortController();
     this.running = ac;
     const unwatch = input.watchInterrupt(() => this.interrupt());
@@ -204,6 +272,9 @@ class Chat {
         }
         return null;
       }
+      case '/image':
+        await this.imageCommand(arg);
+        return null;
       case '/help':
       case '/?':
         for (const l of HELP) this.io.stdout.write(`${l}\n`);
@@ -219,9 +290,11 @@ class Chat {
     const last = this.last;
     if (!last) return ['no reply yet'];
     const stream = this.model.info.options.stream;
+    // An image's cells are prompt tokens (the engine counts them): say how many images they include.
+    const shown = this.session.history.reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((p) => p.type === 'image').length : 0), 0);
     return [
       ...formatEndOfRunLines(last.summary, endOfRunLineOptions(stream)),
-      `context: ${last.promptTokens} prompt tokens, ${last.promptTokensReused} reused from the KV cache; ` +
+      `context: ${last.promptTokens} prompt tokens${shown > 0 ? ` (${images(shown)} among them)` : ''}, ${last.promptTokensReused} reused from the KV cache; ` +
         `${last.promptTokens + last.generatedTokens} of ${this.model.info.options.contextSize} in use; stop: ${last.stopReason}`,
     ];
   }
@@ -246,11 +319,17 @@ class Chat {
     this.io.stdout.write(`${this.colors.dim(text)}\n`);
   }
 
+  /** A refused command or attachment: one `bmoe: error:` line, and the chat goes on. */
+  private error(text: string): void {
+    reportError(new Error(text));
+  }
+
   private announce(): void {
     const info = this.model.info;
     const how = info.options.stream ? `experts streamed, cache ${formatBytes(info.stream?.budgetBytes ?? 0)}` : 'resident';
+    const sees = info.projector ? `, images with ${basename(info.projector.path)}` : '';
     this.io.stderr.write(
-      `bmoe chat: ${basename(this.spec.model)} (${info.architecture}, ${formatBytes(info.fileBytes)}, ${how}), loaded in ${(info.load.ms / 1000).toFixed(2)} s` +
+      `bmoe chat: ${basename(this.spec.model)} (${info.architecture}, ${formatBytes(info.fileBytes)}, ${how}${sees}), loaded in ${(info.load.ms / 1000).toFixed(2)} s` +
         (this.interactive ? '; /help for commands, Ctrl-D to leave\n' : '\n'),
     );
     const r = this.resumed;

@@ -1,6 +1,6 @@
 // One reply of `bmoe chat`: the session's next chat turn streamed to the terminal as it comes,
 // thinking dimmed (or left out), the live status line under it, a note when it was cut short.
-import type { GenerateOptions, GenerationResult, Session, StopReason, TokenMetrics } from '@bmoe/engine';
+import type { ChatMessage, GenerateOptions, GenerationResult, Session, StopReason, TokenMetrics } from '@bmoe/engine';
 import { optionRow } from '@bmoe/engine/options';
 import { statusText, type StatusLine } from './status.js';
 import { ThinkSplitter, type Segment, type SegmentKind } from './think.js';
@@ -78,10 +78,10 @@ export function stopNote(reason: StopReason, maxTokens: number | undefined): str
   }
 }
 
-/** Streams the session's next turn for `message`; resolves to its result (also after an abort). */
+/** Streams the session's next turn for `message` (text, or a user message with images); resolves to its result (also after an abort). */
 export async function streamReply(
   session: Session,
-  message: string,
+  message: string | ChatMessage,
   generate: GenerateOptions,
   view: ReplyView,
 ): Promise<GenerationResult> {

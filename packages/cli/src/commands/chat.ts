@@ -1,5 +1,6 @@
 // `bmoe chat MODEL`: an interactive chat in the terminal, with the model, streaming and generation
-// flags of `bmoe run` (`-n` caps each reply); the GGUF's own chat template unless --chatml.
+// flags of `bmoe run` (`-n` caps each reply); the GGUF's own chat template unless --chatml. A
+// vision model (its projector loaded: --mmproj) takes pictures: `/image PATH`, or a dropped file.
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, modelCommand, prepareGeneration, SAMPLING_KEYS, tableOption, type ModelFlags } from '../model-options.js';
@@ -11,7 +12,7 @@ interface ChatFlags extends ModelFlags {
 
 /** The `bmoe chat` command: its flags in help order, the engine's from the option table. */
 export function chatCommand(program: Command): Command {
-  const chat = modelCommand(program, 'chat', 'chat with a GGUF model in the terminal: replies streamed, thinking dimmed, Ctrl-C stops a reply, Ctrl-D leaves')
+  const chat = modelCommand(program, 'chat', 'chat with a GGUF model in the terminal: replies streamed, thinking dimmed, Ctrl-C stops a reply, Ctrl-D leaves; /image PATH (or a file dropped on the terminal) shows a vision model a picture')
     .addOption(tableOption('maxTokens', { help: 'tokens to generate at most in each reply' }));
   addContextOptions(chat);
   addGenerateOptions(chat, ['chatml'])

@@ -1,5 +1,6 @@
 // `bmoe pull REF`: download a GGUF model (every shard of a split one) into the models folder,
-// resumable and checked against its published SHA-256; prints the local path `bmoe run` loads.
+// resumable and checked against its published SHA-256; prints the local path `bmoe run` loads. A
+// vision model's image projector (the repository's mmproj GGUF) comes with it unless --no-mmproj.
 import type { Command } from 'commander';
 import type { CliContext } from '../context.js';
 import { pullModel } from '../hub/index.js';
@@ -15,6 +16,10 @@ References:
 
 The same references work in place of MODEL in bmoe run, chat, serve and bench (pulled first).
 
+When the repository holds an image projector (mmproj*.gguf: a vision model's), one comes with the
+model (F16, else BF16, else F32), checked the same way; run, chat, serve and info load it with
+the model. --no-mmproj leaves it.
+
 Environment:
   BMOE_MODELS_DIR  where models go (default ~/.cache/bmoe/models; in Termux ~/bmoe/models)
   HF_TOKEN         sent as a Bearer token to the hub, for gated and private repositories
@@ -25,9 +30,10 @@ export function registerPull(program: Command, ctx: CliContext): void {
     .command('pull')
     .description('download a GGUF model from Hugging Face or a URL into the models folder (resumable, SHA-256 checked); prints its path')
     .argument('<ref>', 'hf:owner/repo[:QUANT], hf:owner/repo/path/file.gguf or an https URL')
+    .option('--no-mmproj', "leave the repository's image projector (mmproj GGUF), which comes with the model by default")
     .addHelpText('after', HELP_AFTER)
-    .action(async (ref: string) => {
-      const result = await pullModel(ref);
+    .action(async (ref: string, flags: { mmproj: boolean }) => {
+      const result = await pullModel(ref, { mmproj: flags.mmproj });
       process.stdout.write(`${result.path}\n`);
       ctx.exitCode = 0;
     });

@@ -1,12 +1,15 @@
 // `bmoe run MODEL -p PROMPT -n N ...`: flags a llama.cpp user knows (-p, -n, -t, -c, --temp,
 // --top-k, --top-p, --seed, --min-p, the penalties, --context-shift) plus the spec's streaming flags, mapped onto @bmoe/engine options.
+// `--image FILE` (repeatable) asks about pictures as llama-mtmd-cli does: one user message through
+// the chat template, the images first and then the prompt.
 import type { Command } from 'commander';
-import type { CliContext } from '../context.js';
+import { usageError, type CliContext } from '../context.js';
 import { addConstraintOptions, constraintOptions, type ConstraintFlags } from '../constraint-flags.js';
 import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, modelCommand, prepareGeneration, SAMPLING_KEYS, tableOption, type ModelFlags } from '../model-options.js';
 
 interface RunFlags extends ModelFlags, ConstraintFlags {
   prompt: string;
+  image?: string[];
   chat?: boolean;
   chatml?: boolean;
   think: boolean;
@@ -15,12 +18,22 @@ interface RunFlags extends ModelFlags, ConstraintFlags {
   promptCache?: string;
 }
 
+/** `--image a.png --image b.jpg` → ['a.png', 'b.jpg']. */
+const addImage = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+
 /** The `bmoe run` command: its flags in help (and README) order, the engine's from the option table. */
 export function runCommand(program: Command): Command {
-  const run = modelCommand(program, 'run', 'generate text from a GGUF model (raw prompt by default, like llama-completion -no-cnv)')
+  const run = modelCommand(program, 'run', 'generate text from a GGUF model (raw prompt by default, like llama-completion -no-cnv; with --image, one chat message, like llama-mtmd-cli)')
     .addOption(cliOption('-p, --prompt <text>', 'prompt text', 'required').makeOptionMandatory())
+    .addOption(
+      cliOption(
+        '--image <file>',
+        `an image to ask about (PNG, JPEG, GIF, BMP, ...; repeatable): the prompt becomes one user message through the chat template, the images first, then the text, as llama-mtmd-cli sends it; needs the model's projector (--mmproj)`,
+        'none',
+      ).argParser(addImage),
+    )
     .addOption(tableOption('maxTokens'));
-  addContextOptions(run).addOption(cliOption('--chat', "format the prompt as one user message with the GGUF's chat template", 'raw prompt'));
+  addContextOptions(run).addOption(cliOption('--chat', "format the prompt as one user message with the GGUF's chat template (--image implies it)", 'raw prompt'));
   addGenerateOptions(run, ['chatml', 'think', ...SAMPLING_KEYS]);
   addConstraintOptions(run)
     .addOption(
@@ -38,14 +51,20 @@ export function runCommand(program: Command): Command {
 export function registerRun(program: Command, ctx: CliContext): void {
   runCommand(program).action(async function (this: Command, model: string, flags: RunFlags) {
     // The settings rule: streaming or resident, cache, lanes, threads (the flags given win).
+    const images = flags.image ?? [];
+    if (images.length > 0 && flags.mmproj === 'none') usageError(this, '--image needs the model\'s projector, and --mmproj none loads none');
+    // Said at once, not after a pull or a load: a missing file, or one that is not an image.
+    await checkImages(images);
     const { path, load, generate } = await prepareGeneration(this, model, flags);
+    if (images.length > 0) await checkProjector(path, load.mmproj);
     // Loaded on use: `bmoe --help` and usage errors stay fast and need no built dependencies.
     const { runGeneration } = await import('../run-loop.js');
     ctx.exitCode = await runGeneration({
       model: path,
       prompt: flags.prompt,
-      // --chatml and --no-think imply --chat.
-      chat: Boolean(flags.chat || flags.chatml || !flags.think),
+      images,
+      // --chatml, --no-think and --image imply --chat.
+      chat: Boolean(flags.chat || flags.chatml || !flags.think || images.length > 0),
       load,
       generate: { ...generate, ...constraintOptions(flags) },
       csv: flags.csv,
@@ -53,4 +72,25 @@ export function registerRun(program: Command, ctx: CliContext): void {
       promptCache: flags.promptCache,
     });
   });
+}
+
+/** Each --image is an image file; else a one-line error naming it. */
+async function checkImages(images: readonly string[]): Promise<void> {
+  if (images.length === 0) return;
+  const { checkImageFile } = await import('../image-files.js');
+  for (const image of images) {
+    try {
+      await checkImageFile(image);
+    } catch (err) {
+      throw new Error(`--image ${(err as Error).message}`, { cause: err });
+    }
+  }
+}
+
+/** Loading `model` with `mmproj` (a projectorOption) takes a projector; else a one-line error, before the load. */
+async function checkProjector(model: string, mmproj: string | undefined): Promise<void> {
+  const { projectorPath } = await import('../projector.js');
+  if ((await projectorPath(model, mmproj)) === null) {
+    throw new Error(`--image: ${model} has no projector beside it (an mmproj*.gguf in its folder) to read images with: give one with --mmproj FILE`);
+  }
 }

@@ -3,12 +3,12 @@
 // finish (or aborts it after the grace period) and exits 0; a stop that native work holds up (a
 // model load that does not end) is cut short after a deadline (see SHUTDOWN_HELP).
 import { writeSync } from 'node:fs';
+import { basename } from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { usageError, type CliContext } from '../context.js';
-import { resolveModelArg } from '../hub/index.js';
 import { formatBytes, warnStream } from '../format.js';
 import type { ChosenSettings, LoadOptions } from '@bmoe/engine';
-import { addContextOptions, addStreamingOptions, loadOptions, modelCommand, settingsLine, tableOption, type ModelFlags } from '../model-options.js';
+import { addContextOptions, addStreamingOptions, loadOptions, modelCommand, resolveModel, settingsLine, tableOption, type ModelFlags } from '../model-options.js';
 import { intRange, nonNegativeInt } from '../parse.js';
 import { optionRow } from '@bmoe/engine/options';
 
@@ -28,6 +28,9 @@ interface ServeFlags extends ModelFlags {
   reasoningBudgetMessage?: string;
   embeddings?: boolean;
   pooling?: (typeof POOLINGS)[number];
+  allowImageUrls?: boolean;
+  imageMaxBytes?: number;
+  maxImages?: number;
 }
 
 /** `--pooling` (llama-server's, less 'none' and 'rank'): how an input's token states become one vector. */
@@ -118,6 +121,10 @@ function serveCommand(program: Command): Command {
       }).argParser(budgetMessage),
     )
     .option('--embeddings', 'serve POST /v1/embeddings (OpenAI\'s, as llama-server --embeddings), in an embedding context beside the slots; without it that endpoint answers 501')
+    // @bmoe/server's image bounds (DEFAULT_IMAGE_MAX_BYTES, DEFAULT_MAX_IMAGES; not imported: `bmoe --help` does not load the server).
+    .option('--allow-image-urls', 'fetch the http(s) image URLs of requests (any URL a client names, inside your network too: for clients you trust); without it only data URLs (base64) are read')
+    .option('--image-max-bytes <N>', 'the largest image a request may send, in encoded bytes; larger is a 400 (default 20971520: 20 MiB, OpenAI\'s; at most 64 MiB)', intRange(1, 64 * 1024 * 1024))
+    .option('--max-images <N>', 'images one request may hold; more is a 400 (default 16)', intRange(1, 1024))
     .addOption(
       new Option('--pooling <type>', "how --embeddings pools an input's token states into one vector, as llama-server --pooling: model = the GGUF's own (a generative model has none: choose mean, cls or last) (default model)").choices(POOLINGS),
     )
@@ -129,8 +136,7 @@ export function registerServe(program: Command, ctx: CliContext): void {
   addContextOptions(serve);
   addStreamingOptions(serve).action(async function (this: Command, model: string, flags: ServeFlags) {
     if (flags.pooling !== undefined && !flags.embeddings) usageError(this, '--pooling requires --embeddings');
-    const given = loadOptions(this, flags);
-    const path = await resolveModelArg(model);
+    const { path, given } = await resolveModel(model, loadOptions(this, flags));
     // The settings rule (the flags given win); its line follows the listening line.
     const { settings, parallel } = await chooseServing(path, given, flags.parallel);
     // Loaded on use: `bmoe --help` and usage errors stay fast.
@@ -155,6 +161,9 @@ export function registerServe(program: Command, ctx: CliContext): void {
       reasoningBudgetMessage: flags.reasoningBudgetMessage,
       embeddings: flags.embeddings,
       pooling: flags.pooling,
+      allowImageUrls: flags.allowImageUrls,
+      imageMaxBytes: flags.imageMaxBytes,
+      maxImages: flags.maxImages,
     });
 
     let stopping: Promise<void> | null = null;
@@ -195,7 +204,8 @@ export function registerServe(program: Command, ctx: CliContext): void {
         process.stderr.write(
           `bmoe serve: ready: model '${server.modelId}' (${info.architecture}, ${formatBytes(info.fileBytes)}, ${how}), ` +
             `loaded in ${(info.load.ms / 1000).toFixed(2)} s${flags.apiKey ? '; API key required' : ''}` +
-            `${flags.embeddings ? `; /v1/embeddings on (pooling ${flags.pooling ?? 'model'})` : ''}\n`,
+            `${flags.embeddings ? `; /v1/embeddings on (pooling ${flags.pooling ?? 'model'})` : ''}` +
+            `${info.projector ? `; images on (projector ${basename(info.projector.path)}, ${info.projector.projectorType}${flags.allowImageUrls ? '; image URLs fetched' : ''})` : ''}\n`,
         );
         warnStream(info);
       }

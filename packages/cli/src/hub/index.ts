@@ -6,6 +6,7 @@ import type { PullOptions, PullResult } from './pull.js';
 
 export { isModelRef, parseModelRef, PullError, type ModelRef } from './ref.js';
 export { modelsDir } from './models-dir.js';
+export { pulledProjector } from './manifest.js';
 export type { PullOptions, PullResult } from './pull.js';
 
 /** Downloads what a reference names into the models folder (files present and verified are skipped). */

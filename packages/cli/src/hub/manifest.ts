@@ -1,11 +1,11 @@
 // `.bmoe-pull.json` in the models folder: what each pulled file is (source, the sha256 and size of
 // the bytes on disk, mtime when recorded, whether that sha256 matched a published one) and which
-// files each reference resolved to. A file whose size and mtime still match its record is present
-// without reading it again; `run hf:…` uses a recorded reference without asking the hub (offline on
-// a phone), `bmoe pull` always asks.
+// files each reference resolved to, and the image projector pulled with a model. A file whose size
+// and mtime still match its record is present without reading it again; `run hf:…` uses a recorded
+// reference without asking the hub (offline on a phone), `bmoe pull` always asks.
 import { randomBytes } from 'node:crypto';
 import { readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 
 export const MANIFEST_NAME = '.bmoe-pull.json';
 
@@ -28,16 +28,21 @@ export interface Manifest {
   files: Record<string, FileRecord>;
   /** Reference text → the local file names it resolved to, first shard first. */
   refs: Record<string, string[]>;
+  /**
+   * A model's local name (its first shard) → the projector (mmproj GGUF) pulled with it, which
+   * run, chat, serve and info load with it. Absent in manifests of older bmoe versions.
+   */
+  projectors: Record<string, string>;
 }
 
 export async function readManifest(dir: string): Promise<Manifest> {
   try {
     const m = JSON.parse(await readFile(join(dir, MANIFEST_NAME), 'utf8')) as Partial<Manifest>;
-    if (m.version === 1 && m.files && m.refs) return { version: 1, files: m.files, refs: m.refs };
+    if (m.version === 1 && m.files && m.refs) return { version: 1, files: m.files, refs: m.refs, projectors: m.projectors ?? {} };
   } catch {
     // Missing or unreadable: nothing is known to be verified.
   }
-  return { version: 1, files: {}, refs: {} };
+  return { version: 1, files: {}, refs: {}, projectors: {} };
 }
 
 /** Re-reads the manifest, applies `change` and writes it atomically (a reader never sees half of it). */
@@ -68,4 +73,17 @@ export async function isIntact(rec: FileRecord, path: string, published: { sha25
   if (published.size !== null && rec.size !== published.size) return false;
   const st = await stat(path).catch(() => null);
   return st !== null && st.isFile() && st.size === rec.size && st.mtimeMs === rec.mtimeMs;
+}
+
+/**
+ * The projector `bmoe pull` fetched with the model at `modelPath` (the manifest of its folder pairs
+ * them), when it is still there; else null (a model not pulled, or pulled without one).
+ */
+export async function pulledProjector(modelPath: string): Promise<string | null> {
+  const dir = dirname(resolve(modelPath));
+  const name = (await readManifest(dir)).projectors[basename(modelPath)];
+  if (name === undefined || name.includes('/') || name.startsWith('.')) return null;
+  const path = join(dir, name);
+  const st = await stat(path).catch(() => null);
+  return st?.isFile() ? path : null;
 }

@@ -1,6 +1,8 @@
 // `bmoe pull REF` and the REF arguments of run, chat, serve and bench: resolve the reference to
 // files, download each one not already present and verified, and hand back the local path of the
-// first shard (what llama.cpp loads; it finds the other shards beside it).
+// first shard (what llama.cpp loads; it finds the other shards beside it). A model of a repository
+// that holds an image projector (`mmproj-F16.gguf`, ...) comes with one, checked like the rest and
+// paired with the model in the manifest, where run, chat, serve and info find it.
 //
 // Local names are flat, so the Termux demo's picker sees pulled models: `owner+repo+path.gguf`
 // (localName: the repository path's `/` as `+`; names that read back to one repository file only),
@@ -10,12 +12,12 @@ import { mkdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { formatBytes } from '../format.js';
 import { downloadFile, hashFile } from './download.js';
-import { hubSettings, listRepoFiles, type HubSettings } from './hub-api.js';
+import { hubSettings, listRepoFiles, type HubSettings, type RepoFile } from './hub-api.js';
 import { idleTimeoutFromEnv } from './idle.js';
-import { fileRecord, isCurrent, isIntact, readManifest, updateManifest, type FileRecord, type Manifest } from './manifest.js';
+import { fileRecord, isCurrent, isIntact, pulledProjector, readManifest, updateManifest, type FileRecord, type Manifest } from './manifest.js';
 import { modelsDir } from './models-dir.js';
 import { checkRepoPath, parseModelRef, PullError, type ModelRef } from './ref.js';
-import { selectFiles } from './select.js';
+import { selectFiles, selectProjector } from './select.js';
 
 export interface PullOptions {
   /** Environment for HF_ENDPOINT, HF_TOKEN, BMOE_MODELS_DIR, BMOE_PULL_IDLE_TIMEOUT, HOME. Default process.env. */
@@ -26,6 +28,8 @@ export interface PullOptions {
   log?: (line: string) => void;
   /** End a request (a file-list page or a file body) when nothing arrives for this long. Default $BMOE_PULL_IDLE_TIMEOUT s, else 60 s. */
   idleTimeoutMs?: number;
+  /** Fetch the repository's image projector (mmproj GGUF) with the model when it has one (`--no-mmproj`: false). Default true. */
+  mmproj?: boolean;
 }
 
 export interface PullResult {
@@ -35,6 +39,8 @@ export interface PullResult {
   files: string[];
   /** Files fetched now (the others were present and verified). */
   downloaded: number;
+  /** Local path of the image projector pulled with the model (now, or recorded by an earlier pull), or null. */
+  projector: string | null;
 }
 
 /** One file to fetch. */
@@ -74,21 +80,22 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
   const idleTimeoutMs = opts.idleTimeoutMs ?? idleTimeoutFromEnv(env);
   if (opts.preferLocal) {
     const local = await recordedFiles(dir, ref, hub);
-    if (local) return { path: local[0]!, files: local, downloaded: 0 };
+    if (local) return { path: local[0]!, files: local, downloaded: 0, projector: await pulledProjector(local[0]!) };
   }
-  const plan = await planFiles(ref, hub, log, idleTimeoutMs);
+  const { model: plan, projector } = await planFiles(ref, hub, log, idleTimeoutMs, opts.mmproj !== false);
+  const all = [...plan, ...projector];
   try {
     await mkdir(dir, { recursive: true });
   } catch (err) {
     throw new PullError(`cannot create the models folder ${dir}: ${(err as Error).message}`);
   }
-  const known = plan.reduce((n, f) => n + (f.size ?? 0), 0);
-  log(`${ref.text}: ${plan.length === 1 ? '1 file' : `${plan.length} files`}${known > 0 ? `, ${formatBytes(known)}` : ''}, into ${dir}`);
+  const known = all.reduce((n, f) => n + (f.size ?? 0), 0);
+  log(`${ref.text}: ${all.length === 1 ? '1 file' : `${all.length} files`}${known > 0 ? `, ${formatBytes(known)}` : ''}, into ${dir}`);
   const manifest = await readManifest(dir);
   const records = new Map<string, FileRecord>();
   const renamed = new Map<string, string>();
   let downloaded = 0;
-  for (const f of plan) {
+  for (const f of all) {
     const dest = join(dir, f.name);
     const kept = await present(manifest, f, dir, renamed, log);
     if (kept) {
@@ -107,9 +114,10 @@ export async function pullModel(refText: string, opts: PullOptions = {}): Promis
     for (const [from, to] of renamed) renameRecord(m, from, to);
     for (const [name, rec] of records) m.files[name] = rec;
     m.refs[ref.text] = names;
+    if (projector.length > 0) m.projectors[names[0]!] = projector[0]!.name;
   });
   const files = names.map((n) => join(dir, n));
-  return { path: files[0]!, files, downloaded };
+  return { path: files[0]!, files, downloaded, projector: projector.length > 0 ? join(dir, projector[0]!.name) : null };
 }
 
 const checkedText = (verified: boolean): string => (verified ? 'sha256 verified' : 'no published sha256: not verified');
@@ -167,22 +175,33 @@ async function recheckLegacy(rec: FileRecord, path: string, name: string): Promi
   return fileRecord(path, { url: rec.url, sha256: sha, verified: rec.sha256 !== null });
 }
 
-async function planFiles(ref: ModelRef, hub: HubSettings, log: (line: string) => void, idleTimeoutMs: number): Promise<Planned[]> {
-  if (ref.kind === 'url') return urlShards(ref.url).map((url) => ({ url: url.href, ...urlFileNames(url, ref.text), sha256: null, size: null }));
+/** The model's files, and the projector's (none for a URL, with `mmproj` false, or when the repository has none). */
+async function planFiles(
+  ref: ModelRef,
+  hub: HubSettings,
+  log: (line: string) => void,
+  idleTimeoutMs: number,
+  mmproj: boolean,
+): Promise<{ model: Planned[]; projector: Planned[] }> {
+  if (ref.kind === 'url') return { model: urlShards(ref.url).map((url) => ({ url: url.href, ...urlFileNames(url, ref.text), sha256: null, size: null })), projector: [] };
   const listed = await listRepoFiles(hub, ref.repo, ref.revision, idleTimeoutMs);
   const selection = selectFiles(listed, ref);
   if (selection.note) log(`${ref.text}: ${selection.note}`);
-  return selection.files.map((f) => {
-    checkRepoPath(f.path, ref.text);
-    const path = f.path.split('/').map(encodeURIComponent).join('/');
-    return {
-      url: `${hub.endpoint}/${ref.repo}/resolve/${encodeURIComponent(ref.revision)}/${path}`,
-      name: checkedName(localName(ref.repo, f.path), ref.text),
-      legacyName: `${ref.repo.replace('/', '_')}_${f.path.replaceAll('/', '_')}`,
-      sha256: f.sha256,
-      size: f.size,
-    };
-  });
+  const projector = mmproj ? (selectProjector(listed, selection.files, ref.text) ?? []) : [];
+  if (projector.length > 0) log(`${ref.text}: with its image projector ${projector[0]!.path} (--no-mmproj skips it)`);
+  return { model: selection.files.map((f) => repoFile(ref, hub, f)), projector: projector.map((f) => repoFile(ref, hub, f)) };
+}
+
+function repoFile(ref: Extract<ModelRef, { kind: 'hf' }>, hub: HubSettings, f: RepoFile): Planned {
+  checkRepoPath(f.path, ref.text);
+  const path = f.path.split('/').map(encodeURIComponent).join('/');
+  return {
+    url: `${hub.endpoint}/${ref.repo}/resolve/${encodeURIComponent(ref.revision)}/${path}`,
+    name: checkedName(localName(ref.repo, f.path), ref.text),
+    legacyName: `${ref.repo.replace('/', '_')}_${f.path.replaceAll('/', '_')}`,
+    sha256: f.sha256,
+    size: f.size,
+  };
 }
 
 /** `name`, or a PullError when the file system could not hold it (with the suffixes a pull adds). */

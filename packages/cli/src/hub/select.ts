@@ -3,6 +3,8 @@
 // matches a model when it is one of the words of its path, case-insensitive: `Q4_K_M` matches
 // `Model-Q4_K_M.gguf`, `model.q4_k_m.gguf`, `Model-Q4_K_M-00001-of-00003.gguf` and
 // `Q4_K_M/Model-00001-of-00002.gguf`; `UD-Q4_K_XL` matches the words `UD`, `Q4_K_XL` in order.
+// A vision model's repository also holds its image projector (`mmproj-F16.gguf`, ...): never a
+// model, but fetched with one (selectProjector).
 import type { RepoFile } from './hub-api.js';
 import { PullError } from './ref.js';
 
@@ -65,6 +67,30 @@ export function matchesQuant(group: ModelGroup, quant: string): boolean {
 
 const isProjector = (g: ModelGroup): boolean => /(^|\/)mmproj[^/]*$/i.test(g.key);
 const baseName = (p: string): string => p.slice(p.lastIndexOf('/') + 1);
+const dirName = (p: string): string => p.slice(0, p.lastIndexOf('/') + 1);
+
+/** A projector's precision as llama.cpp's -hf and the engine's 'auto' prefer it: F16, then BF16, then F32, then the rest. */
+function projectorRank(g: ModelGroup): number {
+  const n = baseName(g.key).toUpperCase();
+  if (/(^|[^B])F16/.test(n)) return 0;
+  if (n.includes('BF16')) return 1;
+  if (n.includes('F32')) return 2;
+  return 3;
+}
+
+/**
+ * The image projector to fetch with the model `files` (a selection's): the repository's
+ * `mmproj*.gguf` in the model's folder (else any), F16 first, then BF16, then F32, then the rest
+ * by path; null when the repository has none, or when `files` is a projector itself.
+ */
+export function selectProjector(repoFiles: readonly RepoFile[], files: readonly RepoFile[], where: string): RepoFile[] | null {
+  const first = files[0];
+  if (!first || /(^|\/)mmproj[^/]*$/i.test(first.path)) return null;
+  const projectors = groupModels(repoFiles).filter(isProjector);
+  const near = projectors.filter((g) => dirName(g.key) === dirName(first.path));
+  const pick = (near.length > 0 ? near : projectors).sort((a, b) => projectorRank(a) - projectorRank(b) || a.key.localeCompare(b.key))[0];
+  return pick ? complete(pick, where) : null;
+}
 
 /** How a model is named in lists: its quant word when that is unique, else its file name. */
 function labels(groups: readonly ModelGroup[]): string[] {
