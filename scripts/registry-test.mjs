@@ -150,7 +150,15 @@ function reference(tmp) {
   const runArgs = ['run', model, '-p', PROMPT, '-n', String(N), '-t', '2', '--json'];
   const expected = tokensOf(mustRun(process.execPath, [cli, ...runArgs]).stdout);
   const expectedInfo = mustRun(process.execPath, [cli, 'info', model]).stdout;
-  return { model, runArgs, expected, expectedInfo };
+  // A vision model: tiny-gemma4 with its projector beside it, and a generated photo.
+  const visionDir = join(tmp, 'vision');
+  const vision = join(visionDir, 'model.gguf');
+  mustRun(process.execPath, [cli, 'make-model', '--preset', 'tiny-gemma4', '--out', vision, '--mmproj', join(visionDir, 'mmproj-F16.gguf')]);
+  const image = join(tmp, 'photo.jpg');
+  mustRun(process.execPath, [cli, 'make-image', '--out', image, '--width', '96', '--height', '64']);
+  const imageArgs = ['run', vision, '--image', image, '-p', 'What is in this picture?', '-n', '8', '-t', '2', '--json'];
+  const expectedImage = tokensOf(mustRun(process.execPath, [cli, ...imageArgs]).stdout);
+  return { model, runArgs, expected, expectedInfo, imageArgs, expectedImage };
 }
 
 /** 4a. An empty folder, PATH with node, npm and npx only. */
@@ -240,6 +248,12 @@ function checkPrebuilt(site, ref) {
   const ms = performance.now() - t0;
   const tokens = got.status === 0 ? tokensOf(got.stdout) : { ids: [], text: got.stderr.slice(-1000) };
   check(`npx @bmoe/cli run: the same ${N} greedy tokens as this checkout's build`, tokens.ids.length === N && JSON.stringify(tokens.ids) === JSON.stringify(ref.expected.ids), `${JSON.stringify(tokens.text.slice(0, 60))} (${ms.toFixed(0)} ms)`);
+
+  // The prebuilt carries llama.cpp's multimodal library: an image answered as the checkout answers it.
+  const img = site.tool('npx', ['--no-install', '@bmoe/cli', ...ref.imageArgs]);
+  const imgTokens = img.status === 0 ? tokensOf(img.stdout) : { ids: [], text: img.stderr.slice(-1000) };
+  check('npx @bmoe/cli run --image (a projector beside the model): the checkout\'s greedy tokens',
+    imgTokens.ids.length > 0 && JSON.stringify(imgTokens.ids) === JSON.stringify(ref.expectedImage.ids), JSON.stringify(imgTokens.text.slice(0, 60)));
 }
 
 /** 5. The wasm32-wasi build, forced (installed explicitly: npm skips it on x64, cpu is wasm32). */
@@ -308,6 +322,8 @@ function checkLocalBuild(tmp, npmEnv, ref) {
   };
   const asked = refusal(bmoe([...ref.runArgs, '--moe-stream']));
   check('wasm only, --moe-stream: exit 1, one error line naming bmoe native build', asked.ok, asked.text);
+  const image = refusal(bmoe(ref.imageArgs));
+  check('wasm only, --image: exit 1, one error line naming bmoe native build (no multimodal library in wasm32-wasi)', image.ok, image.text);
   // A memory limit below the model plus its runtime: the settings rule would stream, wasm cannot.
   const cg = createMemoryCgroup(384 * 2 ** 20, `bmoe-registry-${process.pid}`);
   try {

@@ -13,6 +13,16 @@ export interface ProjectorProbeOptions {
   timeoutMs?: number;
 }
 
+/**
+ * How the child runs Node: this process's own binary, or BMOE_NODE (an argv prefix, space-separated)
+ * where that cannot be executed directly — an arm64 Node under qemu-user without binfmt, whose
+ * child would be handed to /bin/sh.
+ */
+export function probeNodeCommand(env: NodeJS.ProcessEnv = process.env): string[] {
+  const given = env.BMOE_NODE?.trim();
+  return given ? given.split(/\s+/) : [process.execPath];
+}
+
 /** In the child: load the binding this module belongs to and probe. */
 const CHILD = `
 const { loadBinding } = await import(process.env.BMOE_PROBE_BINDING);
@@ -37,7 +47,8 @@ function abortLine(stderr: string): string {
 export function probeProjector(modelPath: string, mmprojPath: string, opts: ProjectorProbeOptions = {}): Promise<string> {
   const timeoutMs = opts.timeoutMs ?? 600_000;
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', CHILD], {
+    const [node, ...prefix] = probeNodeCommand();
+    const child = spawn(node!, [...prefix, '--input-type=module', '-e', CHILD], {
       env: {
         ...process.env,
         BMOE_PROBE_BINDING: import.meta.url,

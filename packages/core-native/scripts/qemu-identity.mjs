@@ -78,10 +78,10 @@ function main() {
   const x64Dir = [join(pkgDir, 'build-linux-x64-gnu', 'bin'), join(pkgDir, 'build', 'bin')].find((d) => existsSync(join(d, 'llama-completion')));
   const arm = VARIANTS.map((v) => {
     const dir = join(pkgDir, variantNames('linux-arm64-gnu', v).buildDir);
-    return { variant: v.variant, completion: join(dir, 'bin', 'llama-completion'), addon: join(dir, 'bmoe.node') };
+    return { variant: v.variant, completion: join(dir, 'bin', 'llama-completion'), mtmd: join(dir, 'bin', 'llama-mtmd-cli'), addon: join(dir, 'bmoe.node') };
   });
   const needs = [['x64 llama-completion', x64Dir && join(x64Dir, 'llama-completion')], ['the CLI', cli], ['qemu-aarch64', '/usr/bin/qemu-aarch64'], ['the arm64 sysroot', sysroot]];
-  for (const a of arm) needs.push([`arm64 ${a.variant} llama-completion`, a.completion], [`arm64 ${a.variant} bmoe.node`, a.addon]);
+  for (const a of arm) needs.push([`arm64 ${a.variant} llama-completion`, a.completion], [`arm64 ${a.variant} llama-mtmd-cli`, a.mtmd], [`arm64 ${a.variant} bmoe.node`, a.addon]);
   for (const [what, p] of needs) {
     if (!p || !existsSync(p)) throw new Error(`${what}: not found (${p ?? 'no build'}); see the header of ${fileURLToPath(import.meta.url)}`);
   }
@@ -127,8 +127,48 @@ function main() {
         console.log(`info ${preset}: arm64 ${variant} vs x64 llama-completion: ${x64 === want ? 'identical' : `first difference at word ${first} (${JSON.stringify(a[first])} vs ${JSON.stringify(b[first])})`}`);
       }
     }
+    imageChecks(arm, qemu, node, tmp);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/** llama-mtmd-cli's answer (its logger may drop the tail at exit: retried until the closing blank line). */
+function mtmdAnswer(cmd, args) {
+  for (let i = 0; ; i++) {
+    const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 900_000, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (r.status !== 0) throw new Error(`llama-mtmd-cli: exit ${r.status ?? r.signal} ${r.stderr?.slice(-500)}`);
+    if (r.stdout.endsWith('\n\n') || i >= 4) return r.stdout.trim();
+  }
+}
+
+/**
+ * Images on arm64: each variant's `bmoe run --image`, resident and streamed, gives the answer of
+ * llama-mtmd-cli built for arm64 from the same source, on generated projectors of both kinds
+ * (qwen3vl_merger with M-RoPE on the hybrid qwen35moe, gemma4v on gemma4).
+ */
+function imageChecks(arm, qemu, node, tmp) {
+  const image = join(tmp, 'photo.jpg');
+  execFileSync(process.execPath, [cli, 'make-image', '--out', image, '--width', '160', '--height', '120'], { stdio: 'ignore' });
+  const question = 'What is in this picture?';
+  for (const preset of ['tiny-gemma4', 'mini-qwen35moe']) {
+    const model = join(tmp, `${preset}-vision.gguf`);
+    const mmproj = join(tmp, `${preset}-mmproj.gguf`);
+    execFileSync(process.execPath, [cli, 'make-model', '--preset', preset, '--out', model, '--mmproj', mmproj], { stdio: 'ignore' });
+    for (const a of arm) {
+      const want = mtmdAnswer(...qemu(a.mtmd, ['-m', model, '--mmproj', mmproj, '--image', image, '-p', question, '-n', '16', '--temp', '0', '-t', '2',
+        '-c', '4096', '-b', '512', '-ub', '512', '--jinja']));
+      check(`${preset} + projector: llama-mtmd-cli (${a.variant}) answers about an image on arm64 (qemu)`, want.length > 10, JSON.stringify(want.slice(0, 50)));
+      for (const [what, extra] of [['resident', []], ['streamed', ['--moe-stream', '--cache-mb', '0', '--io-threads', '2']]]) {
+        const [cmd, args] = qemu(node, [cli, 'run', model, '--mmproj', mmproj, '--image', image, '-p', question, '-n', '16', '-t', '2', '--json', ...extra]);
+        // The projector check runs in a child Node: under qemu-user it must be started through qemu too.
+        const BMOE_NODE = [cmd, ...args.slice(0, args.indexOf(node) + 1)].join(' ');
+        const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 900_000, env: { ...process.env, BMOE_NATIVE_PATH: a.addon, BMOE_NODE } });
+        const text = r.status === 0 ? textOf(r.stdout).trim() : '';
+        check(`${preset}: bmoe run --image ${what} on the arm64 ${a.variant} addon (qemu) == its llama-mtmd-cli`, text === want,
+          r.status === 0 ? JSON.stringify(text.slice(0, 50)) : `exit ${r.status ?? r.signal}: ${r.stderr.slice(-400)}`);
+      }
+    }
   }
 }
 

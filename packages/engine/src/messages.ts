@@ -194,7 +194,7 @@ export function plainMessages(messages: readonly ChatMessage[]): NativeChatMessa
     if (isParts(m.content)) {
       const parts = m.content;
       if (parts.some((p) => p.type === 'image')) {
-        throw new BmoeError('E_UNSUPPORTED', `messages[${i}] has an image, which this build cannot take (the wasm32 build has no multimodal library)`);
+        throw new BmoeError('E_UNSUPPORTED', `messages[${i}] has an image, which this build cannot take (the wasm32-wasi build has no multimodal library); \`bmoe native build\` makes a native one for this machine`);
       }
       return { role: m.role, content: parts.map((p) => (p.type === 'text' ? p.text : '')).join('\n') };
     }

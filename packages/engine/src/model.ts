@@ -155,7 +155,7 @@ export async function loadModel(path: string, options?: LoadOptions): Promise<Mo
   // The projector's header before the model's load (a wrong file fails fast, before minutes of loading).
   const projectorPath = opts.mmproj === 'none' ? null : opts.mmproj === 'auto' ? (wasm ? null : await findProjector(path)) : opts.mmproj;
   if (projectorPath !== null && wasm) {
-    throw new BmoeError('E_UNSUPPORTED', 'mmproj: the wasm32-wasi build takes no images (it has no multimodal library)');
+    throw new BmoeError('E_UNSUPPORTED', 'mmproj: the wasm32-wasi build takes no images (it has no multimodal library); `bmoe native build` makes a native one for this machine');
   }
   let projector: ProjectorInfo | null = null;
   let projectorSkipped: string | null = null;

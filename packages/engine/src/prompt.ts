@@ -159,6 +159,9 @@ export async function preparePrompt(model: NativeModel, req: PromptRequest): Pro
     const { prepareChat, parseChat } = model as Required<Pick<NativeModel, 'prepareChat' | 'parseChat'>>;
     const sources = messageImages(req.messages);
     const projector = sources.length > 0 ? (model.projectorInfo?.() ?? null) : null;
+    if (sources.length > 0 && !model.loadProjector) {
+      throw new BmoeError('E_UNSUPPORTED', 'this build takes no images (the wasm32-wasi build has no multimodal library); `bmoe native build` makes a native one for this machine');
+    }
     if (sources.length > 0 && projector === null) {
       throw new BmoeError('E_OPTION', 'the messages hold images but the model has no projector: load it with mmproj (--mmproj FILE, or an mmproj-*.gguf beside the model)');
     }
