@@ -8,8 +8,9 @@ import type { ImageSource } from './messages.js';
 export const MAX_IMAGE_BYTES = 64 * 1024 * 1024;
 
 /**
- * The largest image (width × height) decoded: a small file can claim a huge picture (a
- * decompression bomb), so the native side checks the header before it allocates the pixels.
+ * The largest image (width × height) decoded, and the most pixels a prompt's images hold together:
+ * a small file can claim a huge picture (a decompression bomb), so the native side checks the
+ * headers before it allocates any pixels.
  */
 export const MAX_IMAGE_PIXELS = 64 * 1024 * 1024;
 

@@ -43,7 +43,7 @@ function unsupported(what: string): BmoeError {
 }
 
 /** Native refusals that name the option they are about ("jsonSchema: ...", "tools: ..."). */
-const OPTION_ERROR = /^(jsonSchema|tools|grammar|toolChoice): |^image \d+[ :]/;
+const OPTION_ERROR = /^(jsonSchema|tools|grammar|toolChoice): |^image \d+[ :]|^the \d+ images hold /;
 
 /** The schema as GBNF (llama.cpp's json_schema_to_grammar, on a worker thread); a schema it cannot convert is an option error. */
 async function schemaGrammar(model: NativeModel, schema: Record<string, unknown> | boolean): Promise<string> {

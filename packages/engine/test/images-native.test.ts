@@ -227,6 +227,14 @@ describe.runIf(nativeAvailable)('images (native)', () => {
       png.writeUInt32BE(20000, 16);
       png.writeUInt32BE(10000, 20);
       await refuse(ask(new Uint8Array(png)), /^image 1 is 20000x10000 = 200000000 pixels, over the limit of \d+$/);
+      // Two headers of 6000 × 6000 each: within the bound one at a time, over it together.
+      const big = Buffer.from(makeTestImage(IMAGES[0]));
+      big.writeUInt32BE(6000, 16);
+      big.writeUInt32BE(6000, 20);
+      await refuse(
+        [{ role: 'user', content: [{ type: 'image', image: new Uint8Array(big) }, { type: 'image', image: new Uint8Array(big) }, { type: 'text', text: 'x' }] }],
+        /^the 2 images hold 72000000 pixels together, over the limit of \d+ for one prompt$/,
+      );
       // A PNG cut short: its header reads, its pixels do not.
       await refuse(ask(makeTestImage(IMAGES[0]).slice(0, 200)), /image 1: the 96x64 image could not be decoded/);
       await refuse(ask('data:image/png,abc'), /image 1: a data URL must be base64/);

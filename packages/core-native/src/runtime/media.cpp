@@ -38,16 +38,14 @@ struct bitmap_free {
 };
 using bitmap_ptr = std::unique_ptr<mtmd_bitmap, bitmap_free>;
 
-// One image's bytes as RGB, its id the hash of its pixels (the same picture in another file is
-// the same image to the KV cache). `n` is its 1-based place in the prompt, for errors.
-bitmap_ptr decode_image(const std::string & bytes, size_t n, const image_limits & limits) {
+// One image's size from its header (nothing decoded), within the per-image bound. `n` is its
+// 1-based place in the prompt, for errors.
+uint64_t image_pixels(const std::string & bytes, size_t n, const image_limits & limits) {
     const std::string what = "image " + std::to_string(n);
     if (bytes.empty()) throw std::runtime_error(what + " is empty (0 bytes)");
     if (bytes.size() > (size_t) INT32_MAX) throw std::runtime_error(what + " is over 2 GiB");
-    const auto * buf = reinterpret_cast<const stbi_uc *>(bytes.data());
-    const int    len = (int) bytes.size();
     int w = 0, h = 0, comp = 0;
-    if (!stbi_info_from_memory(buf, len, &w, &h, &comp)) {
+    if (!stbi_info_from_memory(reinterpret_cast<const stbi_uc *>(bytes.data()), (int) bytes.size(), &w, &h, &comp)) {
         throw std::runtime_error(what + ": not an image format this build reads (PNG, JPEG, GIF, BMP, TGA, PNM, PSD, HDR): " +
                                  std::string(stbi_failure_reason() ? stbi_failure_reason() : "unknown"));
     }
@@ -57,6 +55,17 @@ bitmap_ptr decode_image(const std::string & bytes, size_t n, const image_limits 
         throw std::runtime_error(what + " is " + std::to_string(w) + "x" + std::to_string(h) + " = " + std::to_string(pixels) +
                                  " pixels, over the limit of " + std::to_string(limits.max_pixels));
     }
+    return pixels;
+}
+
+// One image's bytes as RGB (image_pixels checked it), its id the hash of its pixels (the same
+// picture in another file is the same image to the KV cache).
+bitmap_ptr decode_image(const std::string & bytes, size_t n) {
+    const std::string what = "image " + std::to_string(n);
+    const auto * buf = reinterpret_cast<const stbi_uc *>(bytes.data());
+    const int    len = (int) bytes.size();
+    int w = 0, h = 0, comp = 0;
+    stbi_info_from_memory(buf, len, &w, &h, &comp);
     int ow = 0, oh = 0, oc = 0;
     stbi_uc * rgb = stbi_load_from_memory(buf, len, &ow, &oh, &oc, 3);
     if (!rgb) {
@@ -141,10 +150,18 @@ llama_token media_token(uint64_t hash) {
 std::vector<llama_token> media_tokenize(const std::shared_ptr<projector> & proj, const std::string & text,
                                         const std::vector<std::string> & images, const image_limits & limits,
                                         bool add_special, media_prompt & out) {
+    // Every image is held decoded until the prompt is tokenized: their pixels together are bounded
+    // too (the bound of one), so many large images cannot take the memory of many.
+    uint64_t total = 0;
+    for (size_t i = 0; i < images.size(); i++) total += image_pixels(images[i], i + 1, limits);
+    if (limits.max_pixels > 0 && total > limits.max_pixels) {
+        throw std::runtime_error("the " + std::to_string(images.size()) + " images hold " + std::to_string(total) +
+                                 " pixels together, over the limit of " + std::to_string(limits.max_pixels) + " for one prompt");
+    }
     std::vector<bitmap_ptr>          owned;
     std::vector<const mtmd_bitmap *> bitmaps;
     for (size_t i = 0; i < images.size(); i++) {
-        owned.push_back(decode_image(images[i], i + 1, limits));
+        owned.push_back(decode_image(images[i], i + 1));
         bitmaps.push_back(owned.back().get());
     }
     std::unique_ptr<mtmd_input_chunks, chunks_free> chunks(mtmd_input_chunks_init());

@@ -49,7 +49,7 @@ void projector_probe(const std::string & model_path, const std::string & mmproj_
 
 // The bounds an image is checked against before it is decoded.
 struct image_limits {
-    uint64_t max_pixels = 0;  // 0 = unbounded
+    uint64_t max_pixels = 0;  // one image's, and the prompt's images' together; 0 = unbounded
 };
 
 // One image of a prompt: its cells in the prompt's tokens, and what evaluates it.
