@@ -196,11 +196,16 @@ describe.runIf(built)('llama-mtmd-cli runs the synthetic projectors', () => {
           const dump = `${path}.embd`;
           // --jinja: the synthetic gemma4 template is not one llama.cpp's built-in formatter knows;
           // -lv 4 shows mtmd's info lines (the image batch size).
-          const { stdout, stderr } = await run(
-            BIN,
-            ['-m', model, '--mmproj', mmproj, '--image', path, '-p', 'Describe the image.', '-n', '8', '--temp', '0', '-t', '2', '--jinja', '--no-warmup', '-lv', '4'],
-            { timeout: 120_000, maxBuffer: 16 << 20, env: { ...process.env, MTMD_DEBUG_EMBEDDINGS: dump } },
-          );
+          // Its async logger may drop the tail of the answer at exit: run again until the closing blank line is there.
+          let stdout = '';
+          let stderr = '';
+          for (let attempt = 0; attempt < 8 && !stdout.endsWith('\n\n'); attempt++) {
+            ({ stdout, stderr } = await run(
+              BIN,
+              ['-m', model, '--mmproj', mmproj, '--image', path, '-p', 'Describe the image.', '-n', '8', '--temp', '0', '-t', '2', '--jinja', '--no-warmup', '-lv', '4'],
+              { timeout: 120_000, maxBuffer: 16 << 20, env: { ...process.env, MTMD_DEBUG_EMBEDDINGS: dump } },
+            ));
+          }
           const n = expectedTokens(k, img.width, img.height);
           expect(stderr).toMatch(new RegExp(`decoding image batch 1/1, n_tokens_batch = ${n}\\b`));
           const e = await readEmbeddings(dump);
