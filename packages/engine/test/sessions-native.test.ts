@@ -113,19 +113,27 @@ describe.runIf(nativeAvailable)('sessions decoded together (native)', () => {
   it('streamed with no cache (serial), sessions decoded together read each routed expert once per step for all of them', async () => {
     const model = await loadModel(paths[0]!, { threads: 2, contextSize: 512, stream: { moeStream: true, cacheMb: 0, overlap: false, routeAhead: false } });
     try {
+      // A runs long; B starts once A is generating, so all of B's steps are shared with A's
+      // (started at once, one prompt's preparation may finish late enough on a loaded machine that
+      // the other has already ended).
+      const long: GenerateOptions = { maxTokens: 64 };
       const opts: GenerateOptions = { maxTokens: 24 };
       const misses = (): number => model.streamInfo()!.totalMisses;
       const solo = model.createSession();
       let m0 = misses();
-      for (const p of PROMPTS.slice(0, 2)) {
-        solo.reset();
-        await solo.generate(p, opts).result;
-      }
+      await solo.generate(PROMPTS[0]!, long).result;
+      solo.reset();
+      await solo.generate(PROMPTS[1]!, opts).result;
       const alone = misses() - m0;
       await solo.close();
       const [a, b] = model.createSessions(2);
       m0 = misses();
-      await Promise.all([a!.generate(PROMPTS[0]!, opts).result, b!.generate(PROMPTS[1]!, opts).result]);
+      const genA = a!.generate(PROMPTS[0]!, long);
+      const iter = genA[Symbol.asyncIterator]();
+      await iter.next(); // A has its first token: it is in the decode loop
+      const resB = b!.generate(PROMPTS[1]!, opts).result;
+      for (let r = await iter.next(); !r.done; r = await iter.next());
+      await Promise.all([genA.result, resB]);
       const together = misses() - m0;
       // Every expert a step routes to is read once, whichever sessions route to it: the union.
       // (Serial reads, no route-ahead: its guesses are read ahead, not counted as misses, and it
