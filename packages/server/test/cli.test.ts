@@ -3,13 +3,17 @@
 import { createServer as createHttpServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeModel, makeProjector, makeTestImage } from '@bmoe/gguf';
 import { describe, expect, it } from 'vitest';
 import { clientFor, fixture, native, runCli, type CliResult } from './helpers.js';
 
 const LISTENING = /listening on (http:\/\/\S+) /;
 
 /** Starts `bmoe serve`, resolves with its URL once ready, and with the exit once it ends. */
-function serve(args: readonly string[]): { ready: Promise<{ url: string; child: ChildProcess }>; exit: Promise<CliResult> } {
+function serve(args: readonly string[], model = fixture()): { ready: Promise<{ url: string; child: ChildProcess }>; exit: Promise<CliResult> } {
   let onReady!: (v: { url: string; child: ChildProcess }) => void;
   let failed!: (e: Error) => void;
   const ready = new Promise<{ url: string; child: ChildProcess }>((resolve, reject) => {
@@ -17,7 +21,7 @@ function serve(args: readonly string[]): { ready: Promise<{ url: string; child: 
     failed = reject;
   });
   let done = false;
-  const exit = runCli(['serve', fixture(), '--port', '0', '-t', '2', ...args], {
+  const exit = runCli(['serve', model, '--port', '0', '-t', '2', ...args], {
     onStderr: (text, child) => {
       const m = LISTENING.exec(text);
       if (!done && m?.[1] && /bmoe serve: ready/.test(text)) {
@@ -101,6 +105,42 @@ describe.skipIf(!native)('bmoe serve', () => {
       expect(r.stderr).toBe(`bmoe: error: 127.0.0.1:${port} is already in use; choose another port\n`);
     } finally {
       taken.close();
+    }
+  });
+});
+
+describe.skipIf(!native)('bmoe serve with images', () => {
+  it("takes --max-images, --image-max-bytes and --allow-image-urls, and its ready line names the projector", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'bmoe-serve-cli-images-'));
+    try {
+      const model = join(dir, 'model.gguf');
+      await makeModel({ preset: 'tiny-gemma4', out: model });
+      await makeProjector({ preset: 'tiny-gemma4', out: join(dir, 'mmproj-F16.gguf') });
+      const png = `data:image/png;base64,${Buffer.from(makeTestImage({ width: 96, height: 64, format: 'png', seed: 1 })).toString('base64')}`;
+      const { ready, exit } = serve(['--max-images', '1', '--image-max-bytes', '20000'], model);
+      const { url, child } = await ready;
+      const ask = (urls: string[]) =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ max_tokens: 2, messages: [{ role: 'user', content: [...urls.map((u) => ({ type: 'image_url', image_url: { url: u } })), { type: 'text', text: 'What?' }] }] }),
+        }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: { message: string } } }));
+      const two = await ask([png, png]);
+      expect(two.status).toBe(400);
+      expect(two.body.error?.message).toMatch(/holds 2 images, over the limit of 1 \(bmoe serve --max-images\)/);
+      const big = await ask([`data:image/png;base64,${Buffer.alloc(30000, 1).toString('base64')}`]);
+      expect(big.status).toBe(400);
+      expect(big.body.error?.message).toMatch(/image 1 is 30000 bytes, over the limit of 20000 \(bmoe serve --image-max-bytes\)/);
+      const remote = await ask(['http://127.0.0.1:9/x.png']);
+      expect(remote.status).toBe(400);
+      expect(remote.body.error?.message).toMatch(/image URLs are off on this server \(bmoe serve --allow-image-urls turns them on\)/);
+      const ok = await ask([png]);
+      expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+      child.kill('SIGTERM');
+      const r = await exit;
+      expect(r.stderr).toMatch(/images on \(projector .*mmproj-F16\.gguf, gemma4v\)/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
