@@ -38,9 +38,15 @@ struct bitmap_free {
 };
 using bitmap_ptr = std::unique_ptr<mtmd_bitmap, bitmap_free>;
 
+struct image_size {
+    int w = 0;
+    int h = 0;
+    uint64_t pixels() const { return (uint64_t) w * (uint64_t) h; }
+};
+
 // One image's size from its header (nothing decoded), within the per-image bound. `n` is its
 // 1-based place in the prompt, for errors.
-uint64_t image_pixels(const std::string & bytes, size_t n, const image_limits & limits) {
+image_size image_header(const std::string & bytes, size_t n, const image_limits & limits) {
     const std::string what = "image " + std::to_string(n);
     if (bytes.empty()) throw std::runtime_error(what + " is empty (0 bytes)");
     if (bytes.size() > (size_t) INT32_MAX) throw std::runtime_error(what + " is over 2 GiB");
@@ -55,21 +61,17 @@ uint64_t image_pixels(const std::string & bytes, size_t n, const image_limits & 
         throw std::runtime_error(what + " is " + std::to_string(w) + "x" + std::to_string(h) + " = " + std::to_string(pixels) +
                                  " pixels, over the limit of " + std::to_string(limits.max_pixels));
     }
-    return pixels;
+    return { w, h };
 }
 
-// One image's bytes as RGB (image_pixels checked it), its id the hash of its pixels (the same
+// One image's bytes as RGB (`size` from image_header), its id the hash of its pixels (the same
 // picture in another file is the same image to the KV cache).
-bitmap_ptr decode_image(const std::string & bytes, size_t n) {
+bitmap_ptr decode_image(const std::string & bytes, size_t n, image_size size) {
     const std::string what = "image " + std::to_string(n);
-    const auto * buf = reinterpret_cast<const stbi_uc *>(bytes.data());
-    const int    len = (int) bytes.size();
-    int w = 0, h = 0, comp = 0;
-    stbi_info_from_memory(buf, len, &w, &h, &comp);
     int ow = 0, oh = 0, oc = 0;
-    stbi_uc * rgb = stbi_load_from_memory(buf, len, &ow, &oh, &oc, 3);
+    stbi_uc * rgb = stbi_load_from_memory(reinterpret_cast<const stbi_uc *>(bytes.data()), (int) bytes.size(), &ow, &oh, &oc, 3);
     if (!rgb) {
-        throw std::runtime_error(what + ": the " + std::to_string(w) + "x" + std::to_string(h) + " image could not be decoded (" +
+        throw std::runtime_error(what + ": the " + std::to_string(size.w) + "x" + std::to_string(size.h) + " image could not be decoded (" +
                                  std::string(stbi_failure_reason() ? stbi_failure_reason() : "damaged data") + ")");
     }
     bitmap_ptr b(mtmd_bitmap_init((uint32_t) ow, (uint32_t) oh, rgb));
@@ -152,8 +154,12 @@ std::vector<llama_token> media_tokenize(const std::shared_ptr<projector> & proj,
                                         bool add_special, media_prompt & out) {
     // Every image is held decoded until the prompt is tokenized: their pixels together are bounded
     // too (the bound of one), so many large images cannot take the memory of many.
+    std::vector<image_size> sizes;
     uint64_t total = 0;
-    for (size_t i = 0; i < images.size(); i++) total += image_pixels(images[i], i + 1, limits);
+    for (size_t i = 0; i < images.size(); i++) {
+        sizes.push_back(image_header(images[i], i + 1, limits));
+        total += sizes.back().pixels();
+    }
     if (limits.max_pixels > 0 && total > limits.max_pixels) {
         throw std::runtime_error("the " + std::to_string(images.size()) + " images hold " + std::to_string(total) +
                                  " pixels together, over the limit of " + std::to_string(limits.max_pixels) + " for one prompt");
@@ -161,7 +167,7 @@ std::vector<llama_token> media_tokenize(const std::shared_ptr<projector> & proj,
     std::vector<bitmap_ptr>          owned;
     std::vector<const mtmd_bitmap *> bitmaps;
     for (size_t i = 0; i < images.size(); i++) {
-        owned.push_back(decode_image(images[i], i + 1));
+        owned.push_back(decode_image(images[i], i + 1, sizes[i]));
         bitmaps.push_back(owned.back().get());
     }
     std::unique_ptr<mtmd_input_chunks, chunks_free> chunks(mtmd_input_chunks_init());
