@@ -3,7 +3,6 @@
 // manifest pairs with it (pulled files are named owner+repo+path, which the engine's 'auto', an
 // `mmproj*.gguf` beside the model, does not match — rightly: the models folder holds the
 // projectors of many models); otherwise the engine's 'auto'.
-import type { ProjectorInfo } from '@bmoe/engine';
 
 /**
  * The `mmproj` load option for `model`: --mmproj as given (a path, or 'none'), else the projector
@@ -21,13 +20,4 @@ export async function projectorPath(model: string, mmproj: string | undefined): 
   if (mmproj !== undefined && mmproj !== 'auto') return mmproj;
   const { findProjector } = await import('@bmoe/engine');
   return findProjector(model);
-}
-
-/**
- * A projector's header facts (ModelInfo.projector's shape) without loading anything, for `bmoe
- * info`; a file that is not a projector is a one-line error naming it (the engine's readProjector).
- */
-export async function readProjectorHeader(path: string): Promise<ProjectorInfo> {
-  const { readProjector } = await import('@bmoe/engine');
-  return readProjector(path);
 }

@@ -34,9 +34,10 @@ export function registerInfo(program: Command, ctx: CliContext): void {
 
 /** The projector loading `model` would take (as run does), its header read; null when none. */
 async function describedProjector(model: string, given: string | undefined): Promise<ProjectorInfo | null> {
-  const { projectorOption, projectorPath, readProjectorHeader } = await import('../projector.js');
+  const { projectorOption, projectorPath } = await import('../projector.js');
+  const { readProjector } = await import('@bmoe/engine');
   const path = await projectorPath(model, await projectorOption(model, given));
-  return path === null ? null : readProjectorHeader(path);
+  return path === null ? null : readProjector(path);
 }
 
 /** The projector's rows: where it is, what kind, what it takes and gives (its width beside the model's). */
