@@ -168,6 +168,10 @@ struct generator {
     bool   step_media(generation & g, const media_span & s);
     // Of n prompt tokens g could put in this step, how many come before its next image.
     size_t text_before_media(const generation & g, size_t n) const;
+    // A step's members (in_batch) and how many tokens each puts in (n_in_batch); images first.
+    void   plan_step(const std::vector<generation *> & active);
+    // The planned tokens into `batch`, in sequence order; each member's logits row.
+    void   fill_batch();
     void   finish(generation & g, const char * reason);
     void   fail(generation & g, const std::string & why);
 
