@@ -3,7 +3,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { engineFlag, int, invokedCommand, num, threadsFlag } from './flags.js';
-import { serveBenchReport } from './serve-bench-report.js';
+import { loadPairs, serveBenchReport } from './serve-bench-report.js';
 import { runServeBench, SERVE_ROWS, type ServeBenchResult, type ServeRow } from './serve-bench.js';
 import { SIDES } from './serve-bench-servers.js';
 
@@ -27,7 +27,7 @@ export function clientCounts(v: string): number[] {
 export function failedSides(r: ServeBenchResult): string[] {
   const pairs = [
     ...(r.alternating ? [['(a)', r.alternating] as const] : []),
-    ...(r.load ?? []).map((l) => [`(b) ${l.clients}`, l.sides] as const),
+    ...loadPairs(r.load ?? []),
     ...(r.resume ? [['(c)', r.resume] as const] : []),
   ];
   return pairs.flatMap(([row, p]) => SIDES.filter((s) => p[s].error !== null).map((s) => `${row} ${s}`));
@@ -40,6 +40,7 @@ interface ServeBenchFlags {
   rows: ServeRow[];
   clients: number[];
   requests: number;
+  rounds: number;
   turns: number;
   systemTokens: number;
   resumeTokens: number;
@@ -65,6 +66,7 @@ export function registerServeBench(program: Command, bmoe: () => string[]): void
     .addOption(new Option('--rows <list>', 'rows to run, comma-separated').argParser(serveRows).default([...SERVE_ROWS], SERVE_ROWS.join(',')))
     .addOption(new Option('--clients <list>', 'row (b): concurrent clients, one run each (as many slots)').argParser(clientCounts).default([1, 2, 4], '1,2,4'))
     .option('--requests <N>', 'row (b): streamed requests per client, one after another', int(1), 3)
+    .option('--rounds <N>', 'row (b): runs of each client count, the servers taking turns; the table gives the median round and every round', int(1), 1)
     .option('--turns <N>', 'row (a): turns of each conversation', int(2), 3)
     .option('--system-tokens <N>', "row (a): tokens of each conversation's system prompt", int(16), 1000)
     .option('--resume-tokens <N>', 'row (c): tokens of the chat saved and resumed', int(64), 3000)
@@ -87,6 +89,7 @@ export function registerServeBench(program: Command, bmoe: () => string[]): void
         rows: f.rows,
         clients: f.clients,
         requests: f.requests,
+        rounds: f.rounds,
         turns: f.turns,
         systemTokens: f.systemTokens,
         resumeTokens: f.resumeTokens,

@@ -2,7 +2,7 @@
 // bmoe / llama-server, then the flags each server got. Pure: from a ServeBenchResult to text.
 import { basename } from 'node:path';
 import { mean } from './serve-bench-script.js';
-import type { LoadRun, ResumeRun, ServeBenchResult, SidePair, SideRun, TurnSample } from './serve-bench.js';
+import { roundRatio, type LoadRows, type LoadRun, type ResumeRun, type ServeBenchResult, type SidePair, type SideRun, type TurnSample } from './serve-bench.js';
 import type { Side } from './serve-bench-servers.js';
 
 export interface ReportRow {
@@ -63,8 +63,8 @@ export function meanGaps(run: LoadRun): { p50Ms: number | null; p95Ms: number | 
   return { p50Ms: mean(counted.map((g) => g.p50Ms)), p95Ms: mean(counted.map((g) => g.p95Ms)) };
 }
 
-function loadRows(load: { clients: number; sides: SidePair<LoadRun> }[]): ReportRow[] {
-  return load.flatMap(({ clients, sides }) => {
+function loadRows(load: readonly LoadRows[]): ReportRow[] {
+  return load.flatMap(({ clients, sides, rounds }) => {
     const who = `(b) ${clients} client${clients === 1 ? '' : 's'}`;
     const b = sides.bmoe.result;
     const l = sides['llama-server'].result;
@@ -79,8 +79,30 @@ function loadRows(load: { clients: number; sides: SidePair<LoadRun> }[]): Report
         llama: cell(sides['llama-server'], () => gapText(gl!)),
         ratio: gb && gl && ratio(gb.p50Ms, gl.p50Ms) !== '—' ? `${ratio(gb.p50Ms, gl.p50Ms)} / ${ratio(gb.p95Ms, gl.p95Ms)}` : '—',
       },
+      ...(rounds && rounds.length > 1 ? [roundsRow(who, rounds)] : []),
     ];
   });
+}
+
+/** Every round's aggregate tok/s per side, and the median of the rounds' ratios. */
+function roundsRow(who: string, rounds: readonly SidePair<LoadRun>[]): ReportRow {
+  const rates = (side: Side): string => rounds.map((p) => (p[side].result ? p[side].result.tokensPerSecond.toFixed(1) : 'failed')).join(', ');
+  const median = middle(rounds.map(roundRatio).filter((x): x is number => x !== null));
+  return {
+    row: `${who}: generated tok/s in each of ${rounds.length} interleaved rounds (the two rows above: the median round); ratio = the median of the rounds' ratios`,
+    bmoe: rates('bmoe'),
+    llama: rates('llama-server'),
+    ratio: median === null ? '—' : median.toFixed(2),
+  };
+}
+
+/** Each round of row (b) as its own pair, named for the flags and errors. */
+export function loadPairs(load: readonly LoadRows[]): [string, SidePair<unknown>][] {
+  return load.flatMap((l) =>
+    l.rounds && l.rounds.length > 1
+      ? l.rounds.map((p, i) => [`(b) ${l.clients}, round ${i + 1}`, p] as [string, SidePair<unknown>])
+      : [[`(b) ${l.clients}`, l.sides] as [string, SidePair<unknown>]],
+  );
 }
 
 const middle = (xs: readonly number[]): number | null => {
@@ -151,15 +173,16 @@ export function serveBenchRows(r: ServeBenchResult): ReportRow[] {
   ];
 }
 
-/** Each row's flags per side, and every side's error. */
+/** Each row's flags per side (the same in every round), and every side's error (per round). */
 function flagLines(r: ServeBenchResult): { flags: string[]; errors: string[] } {
-  const pairs: [string, SidePair<unknown>][] = [
+  const pairs = (load: [string, SidePair<unknown>][]): [string, SidePair<unknown>][] => [
     ...(r.alternating ? [['(a)', r.alternating] as [string, SidePair<unknown>]] : []),
-    ...(r.load ?? []).map((l) => [`(b) ${l.clients}`, l.sides] as [string, SidePair<unknown>]),
+    ...load,
     ...(r.resume ? [['(c)', r.resume] as [string, SidePair<unknown>]] : []),
   ];
-  const flags = pairs.map(([what, p]) => `- ${what}: \`bmoe serve MODEL ${p.bmoe.flags.join(' ')}\` · \`llama-server -m MODEL ${p['llama-server'].flags.join(' ')}\``);
-  const errors = pairs.flatMap(([what, p]) =>
+  const rows = pairs((r.load ?? []).map((l) => [`(b) ${l.clients}`, l.sides]));
+  const flags = rows.map(([what, p]) => `- ${what}: \`bmoe serve MODEL ${p.bmoe.flags.join(' ')}\` · \`llama-server -m MODEL ${p['llama-server'].flags.join(' ')}\``);
+  const errors = pairs(loadPairs(r.load ?? [])).flatMap(([what, p]) =>
     (['bmoe', 'llama-server'] as const).filter((s) => p[s].error !== null).map((s) => `- ${what} ${s}: ${p[s].error}`),
   );
   return { flags, errors };

@@ -44,6 +44,11 @@ export interface ServeBenchOptions {
   clients?: readonly number[];
   /** Row (b): requests per client. Default 3. */
   requests?: number;
+  /**
+   * Row (b): runs of each client count, the two servers taking turns (bmoe, llama-server, bmoe …),
+   * so the VM's drift between runs falls on both alike. Default 1.
+   */
+  rounds?: number;
   /** Row (b): max_tokens. Default 64. */
   loadMaxTokens?: number;
   /** Rows (a), (c): max_tokens. Default 16. */
@@ -120,6 +125,25 @@ export interface SideRun<T> {
 
 export type SidePair<T> = Record<Side, SideRun<T>>;
 
+export interface LoadRows {
+  clients: number;
+  sides: SidePair<LoadRun>;
+  rounds?: SidePair<LoadRun>[];
+}
+
+/** bmoe / llama-server aggregate tok/s of a round; null when a side has no result. */
+export function roundRatio(p: SidePair<LoadRun>): number | null {
+  const b = p.bmoe.result?.tokensPerSecond;
+  const l = p['llama-server'].result?.tokensPerSecond;
+  return b === undefined || l === undefined || !(l > 0) ? null : b / l;
+}
+
+/** The round whose ratio is the median (the lower middle of an even count); the first when none has one. */
+export function medianRound(rounds: readonly SidePair<LoadRun>[]): SidePair<LoadRun> {
+  const rated = rounds.filter((r) => roundRatio(r) !== null).sort((a, b) => roundRatio(a)! - roundRatio(b)!);
+  return rated.length > 0 ? rated[Math.floor((rated.length - 1) / 2)]! : rounds[0]!;
+}
+
 export interface ServeBenchResult {
   model: string;
   threads: number;
@@ -137,7 +161,12 @@ export interface ServeBenchResult {
   /** Prompt tokens of the calibration probe as each server counted it (they share the GGUF's tokenizer). */
   probeTokens: Partial<Record<Side, number>>;
   alternating?: SidePair<TurnSample[]>;
-  load?: { clients: number; sides: SidePair<LoadRun> }[];
+  /**
+   * Row (b), per client count: `sides` is the round whose ratio of aggregate tok/s (bmoe /
+   * llama-server) is the median of the rounds' (the only round with `rounds` 1); `rounds` holds
+   * every round, in run order, when there were several.
+   */
+  load?: LoadRows[];
   /**
    * Row (b)'s reference for one client, interleaved with `bmoe run` on the same model and flags,
    * prompt and max_tokens: each request's decode rate through the server (1000 / p50 time between
@@ -184,8 +213,13 @@ export async function runServeBench(o: ServeBenchOptions): Promise<ServeBenchRes
       if (row === 'a') ctx.result.alternating = await bothSides(ctx, 'a', () => serverConfig(ctx, 2), (side, c) => rowAlternating(ctx, side, c));
       if (row === 'b') {
         ctx.result.load = [];
+        const n = o.rounds ?? 1;
         for (const k of o.clients ?? [1, 2, 4]) {
-          ctx.result.load.push({ clients: k, sides: await bothSides(ctx, `b ${k}`, () => serverConfig(ctx, k), (side, c) => rowLoad(ctx, side, c)) });
+          const rounds: SidePair<LoadRun>[] = [];
+          for (let i = 1; i <= n; i++) {
+            rounds.push(await bothSides(ctx, n > 1 ? `b ${k}, round ${i}/${n}` : `b ${k}`, () => serverConfig(ctx, k), (side, c) => rowLoad(ctx, side, c)));
+          }
+          ctx.result.load.push({ clients: k, sides: medianRound(rounds), ...(n > 1 ? { rounds } : {}) });
           if (k === 1) ctx.result.runReference = await runReference(ctx);
         }
       }

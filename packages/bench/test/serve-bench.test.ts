@@ -18,7 +18,7 @@ import {
   wordsFor,
 } from '../src/serve-bench-script.js';
 import { bmoeServeFlags, llamaServerFlags, type ServerConfig } from '../src/serve-bench-servers.js';
-import type { LoadRun, ResumeRun, ServeBenchResult, SidePair, TurnSample } from '../src/serve-bench.js';
+import { medianRound, type LoadRun, type ResumeRun, type ServeBenchResult, type SidePair, type TurnSample } from '../src/serve-bench.js';
 
 describe('filler text and calibration', () => {
   it('is deterministic, has the words asked for, and differs by seed', () => {
@@ -181,6 +181,44 @@ describe('the report', () => {
     const limited = serveBenchRows({ ...r, memLimitGiB: 2 });
     expect(limited.filter((x) => x.row.includes('peak memory of the cgroup (limit 2 GiB)'))).toHaveLength(5);
     expect(failedSides(r)).toEqual(['(c) llama-server']);
+  });
+});
+
+describe('row (b) in interleaved rounds', () => {
+  const pair = (b: number | null, l: number): SidePair<LoadRun> => {
+    const base = fakeResult().load![2]!.sides;
+    return {
+      bmoe: b === null ? { flags: ['-t', '2'], result: null, error: `bmoe round failed`, peakMiB: null } : ok({ ...base.bmoe.result!, tokensPerSecond: b }),
+      'llama-server': ok({ ...base['llama-server'].result!, tokensPerSecond: l }),
+    };
+  };
+
+  it('shows the round whose ratio is the median, every round, and the median of the ratios', () => {
+    // Ratios 0.8, 1.1, 1.0: the median round is the third, whatever its raw rates.
+    const rounds = [pair(80, 100), pair(88, 80), pair(90, 90)];
+    expect(medianRound(rounds)).toBe(rounds[2]);
+    const oneRated = [pair(null, 90), pair(50, 100)];
+    expect(medianRound(oneRated)).toBe(oneRated[1]);
+    const r: ServeBenchResult = { ...fakeResult(), load: [{ clients: 4, sides: medianRound(rounds), rounds }] };
+    const rows = serveBenchRows(r).filter((x) => x.row.startsWith('(b) 4 clients'));
+    expect(rows.map((x) => x.row)).toEqual([
+      '(b) 4 clients: generated tok/s (all clients)',
+      '(b) 4 clients: time between tokens p50 / p95 (mean over clients)',
+      "(b) 4 clients: generated tok/s in each of 3 interleaved rounds (the two rows above: the median round); ratio = the median of the rounds' ratios",
+    ]);
+    expect(rows[0]).toMatchObject({ bmoe: '90.0', llama: '90.0', ratio: '1.00' });
+    expect(rows[2]).toMatchObject({ bmoe: '80.0, 88.0, 90.0', llama: '100.0, 80.0, 90.0', ratio: '1.00' });
+  });
+
+  it('names a failed round in the errors and in the failed sides, and gives the flags once', () => {
+    const rounds = [pair(80, 100), pair(null, 90)];
+    const r: ServeBenchResult = { ...fakeResult(), resume: undefined, load: [{ clients: 4, sides: medianRound(rounds), rounds }] };
+    expect(medianRound(rounds)).toBe(rounds[0]);
+    const md = serveBenchReport(r);
+    expect(md).toContain('- (b) 4, round 2 bmoe: bmoe round failed');
+    expect(md.match(/^- \(b\) 4: /gm)).toHaveLength(1);
+    expect(serveBenchRows(r).find((x) => x.row.includes('interleaved rounds'))).toMatchObject({ bmoe: '80.0, failed', ratio: '0.80' });
+    expect(failedSides(r)).toEqual(['(b) 4, round 2 bmoe']);
   });
 });
 
