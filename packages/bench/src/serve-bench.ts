@@ -138,10 +138,13 @@ export function roundRatio(p: SidePair<LoadRun>): number | null {
   return b === undefined || l === undefined || !(l > 0) ? null : b / l;
 }
 
-/** The round whose ratio is the median (the lower middle of an even count); the first when none has one. */
+/**
+ * The round whose ratio is the median (the upper middle of an even count, as the report's medians,
+ * so the rows it shows and the median ratio it gives are the same round's); the first when none has one.
+ */
 export function medianRound(rounds: readonly SidePair<LoadRun>[]): SidePair<LoadRun> {
   const rated = rounds.filter((r) => roundRatio(r) !== null).sort((a, b) => roundRatio(a)! - roundRatio(b)!);
-  return rated.length > 0 ? rated[Math.floor((rated.length - 1) / 2)]! : rounds[0]!;
+  return rated.length > 0 ? rated[Math.floor(rated.length / 2)]! : rounds[0]!;
 }
 
 export interface ServeBenchResult {

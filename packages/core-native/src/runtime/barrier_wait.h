@@ -22,8 +22,7 @@ struct barrier_counts {
     uint64_t slept = 0;
 };
 
-// The policy's spin for this decode, and the barrier counts before it (patch 0006; without it the
-// build keeps ggml's own waiting and the policy sees nothing).
+// The policy's spin for this decode (and the pool's poll between graphs), and the counts before it.
 inline barrier_counts barrier_begin(const wait_policy & w, ggml_threadpool * pool) {
     barrier_counts c;
 #ifdef BMOE_HAVE_BARRIER_SPIN
@@ -37,6 +36,7 @@ inline barrier_counts barrier_begin(const wait_policy & w, ggml_threadpool * poo
     return c;
 }
 
+// The counts after the decode, observed by the policy (BMOE_DEBUG_WAIT prints them).
 inline void barrier_end(wait_policy & w, const barrier_counts & c0) {
 #ifdef BMOE_HAVE_BARRIER_SPIN
     barrier_counts c;

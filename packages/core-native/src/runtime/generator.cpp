@@ -7,7 +7,6 @@
 
 #include "bmoe/sys/proc_stats.h"
 
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
