@@ -10,7 +10,7 @@
 // refuses what needs streaming in one line, `bmoe native build` builds the addon for this CPU,
 // and the local build streams the same tokens.
 //
-// Needs: `npm test`'s build (dist/, build/Release) and the prebuilt
+// Needs: `npm test`'s build (dist/, build-pool/) and the prebuilt
 // (node packages/core-native/scripts/build-target.mjs linux-x64-gnu). Run by .ci/run.
 // Verdaccio proxies third-party packages (zod, commander, ...) from the configured npm registry;
 // @bmoe/* are served only from what this run published.

@@ -173,7 +173,7 @@ beforeAll(async () => {
   script = join(root, 'setup.sh');
   copyFileSync(SETUP, script);
   native = join(root, 'bmoe.node');
-  copyFileSync(join(REPO_DIR, 'packages', 'core-native', 'build', 'Release', 'bmoe.node'), native);
+  copyFileSync(join(REPO_DIR, 'packages', 'core-native', 'build-pool', 'bmoe.node'), native);
   mkdirSync(NPM_CACHE, { recursive: true });
   if (asRoot) spawnSync('chown', ['-R', `${NOBODY}:${NOBODY}`, NPM_CACHE]);
   spawnSync('chmod', ['-R', 'a+rX', root]);

@@ -13,7 +13,7 @@ import { findBmoeCommand, modelCacheDir as cacheDir } from './runner.js';
 import { registerServeBench } from './serve-bench-command.js';
 import { registerServeLoad } from './serve-load.js';
 import { registerSoak } from './soak-command.js';
-import { runWaiting, waitingReport } from './waiting.js';
+import { requireOpenmpAddon, runWaiting, waitingReport } from './waiting.js';
 import { ROW_KEYS, runTargets, type RowKey } from './targets.js';
 import { targetsReport } from './targets-report.js';
 
@@ -170,7 +170,7 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
 }
 
 function registerWaiting(program: Command, bmoe: () => string[]): void {
-  measureCommand(program, 'waiting', "how the compute threads wait (bmoe's barrier policy BMOE_WAIT against OpenMP's OMP_WAIT_POLICY), streamed with lanes running, alone and beside a busy process", { help: 'tokens per run', default: 48 })
+  measureCommand(program, 'waiting', "how the compute threads wait (bmoe's policy BMOE_WAIT on ggml's pool against OpenMP's OMP_WAIT_POLICY), streamed with lanes running, alone and beside a busy process", { help: 'tokens per run', default: 48 })
     // The report states the cache in MiB: a size, not 'auto'.
     .addOption(engineFlag('stream.cacheMb', { help: 'expert cache, MiB', noAuto: true }))
     .option('--rounds <N>', 'interleaved rounds (each cell reports its median)', int(1), 3)
@@ -179,7 +179,8 @@ function registerWaiting(program: Command, bmoe: () => string[]): void {
     .action(async (o: { model: string; n: number; threads: number; ioThreads: number; cacheMb: number; rounds: number; prompt: string; resident?: boolean; repack?: boolean }) => {
       const wopts = {
         model: o.model, n: o.n, threads: o.threads, lanes: o.ioThreads, cacheMb: o.cacheMb, rounds: o.rounds, prompt: o.prompt,
-        resident: o.resident === true, noRepack: o.repack === false, bmoe: bmoe(), log: (l: string) => process.stderr.write(`${l}\n`),
+        resident: o.resident === true, noRepack: o.repack === false, bmoe: bmoe(), openmpAddon: requireOpenmpAddon(),
+        log: (l: string) => process.stderr.write(`${l}\n`),
       };
       const r = await runWaiting(wopts);
       process.stdout.write(`${waitingReport(r, wopts)}\n`);

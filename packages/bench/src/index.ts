@@ -45,7 +45,7 @@ export { DEFAULT_SOAK, runSoak, soakFailures, soakReport, type SoakKindStats, ty
 export { ALLOWED as SOAK_ALLOWED_OUTCOMES, SOAK_KINDS, type SoakKind } from './soak-requests.js';
 export type { Outcome as SoakOutcome } from './soak-context.js';
 export { registerSoak } from './soak-command.js';
-export { WAIT_POLICIES, median, runWaiting, waitingArgv, waitingReport, type WaitPolicy, type WaitingCell, type WaitingOptions } from './waiting.js';
+export { OPENMP_POLICIES, WAIT_POLICIES, median, requireOpenmpAddon, runWaiting, waitingArgv, waitingReport, type WaitPolicy, type WaitingCell, type WaitingOptions } from './waiting.js';
 export { runServeBench, SERVE_ROWS, type ServeBenchOptions, type ServeBenchResult, type ServeRow, type SideRun, type SidePair, type TurnSample, type LoadRun, type ResumeRun, type ChatTiming } from './serve-bench.js';
 export { serveBenchReport, serveBenchRows, followUpRatio, meanGaps, type ReportRow as ServeBenchRow } from './serve-bench-report.js';
 export { registerServeBench, serveRows, clientCounts, failedSides } from './serve-bench-command.js';

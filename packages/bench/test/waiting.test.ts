@@ -1,7 +1,7 @@
 // `bmoe-bench waiting`: each cell runs `bmoe run --moe-stream` under one wait policy (libgomp's
-// default and passive / active through OpenMP's barrier, bmoe's default barrier policy, its spin and
-// sleep forced), alone or beside a busy process, and the report compares each with libgomp's
-// default beside the same neighbour. End to end on a tiny model through the executable.
+// default and passive / active on the addon built on OpenMP, bmoe's default policy on ggml's pool,
+// its spin and sleep forced), alone or beside a busy process, and the report compares each with
+// libgomp's default beside the same neighbour. End to end on a tiny model through the executable.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,14 +21,16 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('waiting cells', () => {
-  const o: WaitingOptions = { model: 'm.gguf', n: 8, threads: 2, lanes: 4, cacheMb: 0, rounds: 1, prompt: 'hi', bmoe: ['bmoe'], log: () => {} };
+  const o: WaitingOptions = { model: 'm.gguf', n: 8, threads: 2, lanes: 4, cacheMb: 0, rounds: 1, prompt: 'hi', bmoe: ['bmoe'], openmpAddon: '/ck/omp.node', log: () => {} };
   it('sets the policy in the environment, or unsets it for the default', () => {
     expect(WAIT_POLICIES).toEqual(['libgomp', 'bmoe', 'passive', 'active', 'spin', 'sleep']);
-    // OpenMP's barrier (BMOE_WAIT=upstream), waiting as OpenMP is told: llama.cpp's default build, passive, active.
-    expect(waitingArgv(o, 'libgomp').slice(0, 6)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'BMOE_WAIT=upstream', 'GOMP_SPINCOUNT=300000', 'bmoe']);
-    expect(waitingArgv(o, 'passive').slice(0, 6)).toEqual(['env', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=upstream', 'OMP_WAIT_POLICY=passive', 'bmoe']);
-    expect(waitingArgv(o, 'active').slice(0, 6)).toEqual(['env', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=upstream', 'OMP_WAIT_POLICY=active', 'bmoe']);
-    // bmoe's default: nothing set (BMOE_WAIT auto); spin and sleep force its barrier, OpenMP as by default.
+    // The addon built on OpenMP, with OpenMP's barrier (BMOE_WAIT=upstream), waiting as OpenMP is
+    // told: llama.cpp's default build, passive, active.
+    const omp = 'BMOE_NATIVE_PATH=/ck/omp.node';
+    expect(waitingArgv(o, 'libgomp').slice(0, 7)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', 'BMOE_WAIT=upstream', 'GOMP_SPINCOUNT=300000', omp, 'bmoe']);
+    expect(waitingArgv(o, 'passive').slice(0, 7)).toEqual(['env', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=upstream', 'OMP_WAIT_POLICY=passive', omp, 'bmoe']);
+    expect(waitingArgv(o, 'active').slice(0, 7)).toEqual(['env', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=upstream', 'OMP_WAIT_POLICY=active', omp, 'bmoe']);
+    // bmoe's default addon (ggml's pool): nothing set (BMOE_WAIT auto); spin and sleep force its policy.
     expect(waitingArgv(o, 'bmoe').slice(0, 8)).toEqual(['env', '-u', 'BMOE_WAIT', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'bmoe']);
     expect(waitingArgv(o, 'spin').slice(0, 7)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=spin', 'bmoe']);
     expect(waitingArgv(o, 'sleep').slice(0, 7)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'GOMP_SPINCOUNT', 'BMOE_WAIT=sleep', 'bmoe']);
@@ -51,12 +53,12 @@ describe('waiting cells', () => {
   });
   it('reports each policy by what it sets, and the repacking', () => {
     const cells = WAIT_POLICIES.flatMap((policy) => [false, true].map((busy) => ({ policy, busy, secondsPerToken: [0.1, 0.2, 0.3] })));
-    const md = waitingReport({ cells, openmp: true }, o);
+    const md = waitingReport({ cells }, o);
     expect(md).toContain("weights repacked (bmoe's default)");
-    expect(md).toContain("OMP_WAIT_POLICY / GOMP_SPINCOUNT decide the upstream rows' barriers");
-    expect(md).toContain("| bmoe's default (nothing set: BMOE_WAIT auto) | one busy process | 0.2000 | 0.100, 0.200, 0.300 | 1.000 |");
-    expect(md).toContain('| BMOE_WAIT=sleep | idle |');
-    expect(waitingReport({ cells, openmp: false }, { ...o, noRepack: true })).toContain('no repacking (--no-repack)');
+    expect(md).toContain('OpenMP rows: /ck/omp.node');
+    expect(md).toContain("| bmoe's default (ggml's pool, nothing set: BMOE_WAIT auto) | one busy process | 0.2000 | 0.100, 0.200, 0.300 | 1.000 |");
+    expect(md).toContain("| ggml's pool, BMOE_WAIT=sleep | idle |");
+    expect(waitingReport({ cells }, { ...o, noRepack: true })).toContain('no repacking (--no-repack)');
   });
 
   it('takes the median of the rounds', () => {
@@ -72,11 +74,11 @@ describe('bmoe-bench waiting on a tiny model', () => {
       encoding: 'utf8', env: { ...process.env, BMOE_CLI: CLI }, timeout: 300_000,
     });
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^OpenMP in this build: (yes|no)/);
-    const rows = r.stdout.split('\n').filter((l) => /^\| (libgomp|bmoe|BMOE_WAIT)/.test(l));
+    expect(r.stdout).toMatch(/^OpenMP rows: \S+build\/Release\/bmoe\.node /);
+    const rows = r.stdout.split('\n').filter((l) => /^\| (OpenMP|bmoe|ggml)/.test(l));
     const labels = [
-      "libgomp's default, as llama.cpp (BMOE_WAIT=upstream GOMP_SPINCOUNT=300000)", "bmoe's default (nothing set: BMOE_WAIT auto)",
-      "BMOE_WAIT=upstream OMP_WAIT_POLICY=passive (bmoe's previous default)", 'BMOE_WAIT=upstream OMP_WAIT_POLICY=active', 'BMOE_WAIT=spin', 'BMOE_WAIT=sleep',
+      "OpenMP, libgomp's default as llama.cpp (BMOE_WAIT=upstream GOMP_SPINCOUNT=300000)", "bmoe's default (ggml's pool, nothing set: BMOE_WAIT auto)",
+      'OpenMP, BMOE_WAIT=upstream OMP_WAIT_POLICY=passive', 'OpenMP, BMOE_WAIT=upstream OMP_WAIT_POLICY=active', "ggml's pool, BMOE_WAIT=spin", "ggml's pool, BMOE_WAIT=sleep",
     ];
     expect(rows.map((l) => l.split('|').slice(1, 3).map((c) => c.trim()).join(' / '))).toEqual([
       ...labels.map((p) => `${p} / idle`), ...labels.map((p) => `${p} / one busy process`),

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers.js';
 
-const CHECKOUT_BUILD = fileURLToPath(new URL('../../core-native/build/Release/bmoe.node', import.meta.url));
+const CHECKOUT_BUILD = fileURLToPath(new URL('../../core-native/build-pool/bmoe.node', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'bmoe-native-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const env = { BMOE_CACHE_DIR: join(tmp, 'cache') };

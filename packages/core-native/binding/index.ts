@@ -1,5 +1,5 @@
 // Loads the native addon. Order (binding/select.ts): BMOE_NATIVE_PATH (a .node file you built,
-// then the only candidate); else this checkout's build (build/Release/bmoe.node), the prebuilt
+// then the only candidate); else this checkout's build (build-pool/bmoe.node), the prebuilt
 // platform package (@bmoe/core-native-linux-x64-gnu, -linux-arm64-gnu, -android-arm64), and the
 // wasm32-wasi package as the fallback. From a platform package the addon of the best CPU variant
 // /proc/cpuinfo allows is loaded (cpu-variants.json, selectVariant); BMOE_CPU_VARIANT=<name> forces
@@ -115,7 +115,7 @@ export function localBuildDir(env: Readonly<Record<string, string | undefined>> 
 function localBuilds(host: LoaderHost): LocalBuilds {
   const wasmGlue = join(pkgDir, 'npm', 'wasm32-wasi', 'bmoe.wasi.cjs');
   return {
-    nativeFile: join(pkgDir, 'build', 'Release', 'bmoe.node'),
+    nativeFile: join(pkgDir, 'build-pool', 'bmoe.node'),
     wasmFile: existsSync(join(pkgDir, 'npm', 'wasm32-wasi', 'bmoe.wasm32-wasi.wasm')) ? wasmGlue : undefined,
     userFile: join(localBuildDir(host.env), 'bmoe.node'),
   };
@@ -309,4 +309,15 @@ export function nativeAvailable(): boolean {
 export function llamaToolPath(name: string): string | undefined {
   const dirs = [...(process.env.BMOE_LLAMA_BIN_DIR ? [process.env.BMOE_LLAMA_BIN_DIR] : []), join(pkgDir, 'build', 'bin')];
   return dirs.map((d) => join(d, name)).find((p) => existsSync(p));
+}
+
+/**
+ * The addon built on OpenMP in this checkout (build/Release/bmoe.node, beside llama.cpp's reference
+ * tools, which upstream builds on OpenMP by default), or undefined outside a checkout. bmoe loads
+ * the build on ggml's own pool (build-pool/bmoe.node, as every binary it ships); this one is for
+ * `bmoe-bench waiting`'s OpenMP rows (libgomp's waiting against bmoe's), through BMOE_NATIVE_PATH.
+ */
+export function openmpAddonPath(): string | undefined {
+  const file = join(pkgDir, 'build', 'Release', 'bmoe.node');
+  return existsSync(file) ? file : undefined;
 }

@@ -21,9 +21,9 @@ export interface LoaderHost {
   env: Readonly<Record<string, string | undefined>>;
 }
 
-/** Where a source checkout's builds are: `build/Release/bmoe.node`, the wasm glue in npm/wasm32-wasi. */
+/** Where a source checkout's builds are: `build-pool/bmoe.node`, the wasm glue in npm/wasm32-wasi. */
 export interface LocalBuilds {
-  /** The checkout's native build (cmake-js), tried first when present. */
+  /** The checkout's native build (on ggml's thread pool, scripts/build.mjs), tried first when present. */
   nativeFile?: string;
   /** The checkout's wasm glue (npm/wasm32-wasi/bmoe.wasi.cjs), tried first when the wasm build is forced. */
   wasmFile?: string;

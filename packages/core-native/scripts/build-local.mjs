@@ -86,6 +86,8 @@ async function main(argv) {
   const env = { ...process.env, CCACHE_BASEDIR: process.env.CCACHE_BASEDIR ?? root, CCACHE_NOHASHDIR: process.env.CCACHE_NOHASHDIR ?? '1' };
   const defs = ['-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release', `-DBMOE_LLAMA_DIR=${srcDir}`, `-DBMOE_LLAMA_COMMIT=${LLAMA_COMMIT}`,
     `-DCMAKE_JS_INC=${napiInclude()}`, '-DCMAKE_CXX_FLAGS=-DBUILDING_NODE_EXTENSION', '-DGGML_NATIVE=ON', '-DBMOE_DEV_TARGETS=OFF',
+    // ggml's own thread pool, as the prebuilts: its waits between graphs follow compute/wait_policy at run time.
+    '-DGGML_OPENMP=OFF',
     '-DBMOE_VARIANT=local', `-DCMAKE_CXX_COMPILER=${tools['a C++ compiler']}`,
     // On a phone (Termux): segments aligned for 16 KiB pages too, which Android 15+ devices need.
     ...(process.platform === 'android' ? ['-DCMAKE_SHARED_LINKER_FLAGS=-Wl,-z,max-page-size=16384'] : [])];

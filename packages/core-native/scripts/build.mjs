@@ -1,9 +1,17 @@
 #!/usr/bin/env node
 // Builds the native addon and llama.cpp's reference tools into build/ (Release).
+// Two CMake trees, side by side so that ccache's relative paths match and they share the objects
+// (only ggml-cpu differs between them):
+// - build/: llama.cpp as upstream builds it by default (OpenMP), its reference tools in build/bin
+//   (llama-completion, llama-server: the bench's peers, the identity tests' references), the C++
+//   unit tests, and build/Release/bmoe.node, the addon on OpenMP (the bench's OpenMP rows only);
+// - build-pool/: the addon a checkout loads (build-pool/bmoe.node), on ggml's own thread pool as
+//   every binary bmoe ships (the prebuilts, `bmoe native build`): its waits between graphs can be
+//   set at run time (compute/wait_policy), libgomp's only when it loads (docs/architecture.md).
 // Incremental by design: the llama.cpp source is only touched when its pin or our patches change
 // (scripts/llama-source.mjs), the CMake build dir persists, and ccache is used when present, so a
 // TypeScript-only change costs nothing here (turbo does not even call this script for it).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -47,4 +55,25 @@ for (const cmd of configured ? ['build'] : ['configure', 'build']) {
     console.error(`[core-native] native ${cmd} failed (exit ${status}); see the output above`);
     process.exit(status);
   }
+}
+
+// The pool tree: configured again only when its definitions change (the pin, the Node-API headers).
+const poolDir = join(pkgDir, 'build-pool');
+const napiInc = [require('node-api-headers').include_dir, resolve(require('node-addon-api').include_dir.replace(/"/g, ''))].join(';');
+const poolDefs = ['-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release', `-DCMAKE_JS_INC=${napiInc}`, '-DCMAKE_CXX_FLAGS=-DBUILDING_NODE_EXTENSION',
+  '-DGGML_NATIVE=ON', '-DGGML_OPENMP=OFF', '-DBMOE_DEV_TARGETS=OFF', '-DBMOE_VARIANT=native', `-DBMOE_LLAMA_COMMIT=${LLAMA_COMMIT}`];
+const stamp = join(poolDir, 'bmoe-configure.json');
+mkdirSync(poolDir, { recursive: true });
+const poolConfigured = existsSync(join(poolDir, 'CMakeCache.txt')) && existsSync(stamp) && readFileSync(stamp, 'utf8') === JSON.stringify(poolDefs);
+const poolSteps = [
+  ...(poolConfigured ? [] : [['configuring the addon on ggml\'s thread pool', ['-S', pkgDir, '-B', poolDir, ...poolDefs]]]),
+  ['building the addon on ggml\'s thread pool', ['--build', poolDir, '--parallel', String(Math.max(1, availableParallelism())), '--target', 'bmoe']],
+];
+for (const [label, args] of poolSteps) {
+  const status = await runWithProgress('cmake', args, { env, cwd: pkgDir }, label);
+  if (status !== 0) {
+    console.error(`[core-native] ${label} failed (exit ${status}); see the output above`);
+    process.exit(status);
+  }
+  if (args[0] === '-S') writeFileSync(stamp, JSON.stringify(poolDefs));
 }

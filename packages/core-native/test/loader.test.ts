@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bindingCandidates, bindingSource, defaultOmpWaitPolicy, llamaToolPath, loadBinding, loadFirst, localBuildDir } from '../binding/index.js';
+import { bindingCandidates, bindingSource, defaultOmpWaitPolicy, llamaToolPath, loadBinding, loadFirst, localBuildDir, openmpAddonPath } from '../binding/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'bmoe-loader-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -34,7 +34,7 @@ describe('native loader', () => {
     const saved = process.env.BMOE_NATIVE_PATH;
     delete process.env.BMOE_NATIVE_PATH;
     expect(bindingCandidates()).toEqual([
-      expect.stringMatching(/build\/Release\/bmoe\.node$/),
+      expect.stringMatching(/build-pool\/bmoe\.node$/),
       '@bmoe/core-native-linux-x64-gnu',
       join(localBuildDir(), 'bmoe.node'),
       '@bmoe/core-native-wasm32-wasi',
@@ -46,10 +46,12 @@ describe('native loader', () => {
     else process.env.BMOE_NATIVE_PATH = saved;
   });
 
-  it('loads the local build in a checkout and says so', () => {
+  it("loads the checkout's build on ggml's thread pool (as every binary bmoe ships), not the OpenMP one beside the reference tools", () => {
     const src = bindingSource();
     expect(src.wasm).toBe(false);
-    expect(src.file).toMatch(/build\/Release\/bmoe\.node$/);
+    expect(src.file).toMatch(/build-pool\/bmoe\.node$/);
+    expect(loadBinding().buildInfo().system).not.toContain('OPENMP = 1');
+    expect(openmpAddonPath()).toMatch(/build\/Release\/bmoe\.node$/);
   });
 
   it('skips what fails and says why: not built, not installed, not loadable', () => {
@@ -97,7 +99,8 @@ describe('native loader', () => {
   });
 });
 
-// OpenMP's wait policy: passive unless the user chose (docs/benchmarks.md, `bmoe-bench waiting`).
+// OpenMP's wait policy: passive unless the user chose (docs/benchmarks.md, `bmoe-bench waiting`),
+// for an addon built on OpenMP (BMOE_NATIVE_PATH: the bench's OpenMP rows, a user's own build).
 // libgomp prints what it read when OMP_DISPLAY_ENV is set, at the moment the addon loads it.
 describe('OpenMP wait policy', () => {
   it('defaults to passive and leaves a user choice alone', () => {
@@ -114,11 +117,12 @@ describe('OpenMP wait policy', () => {
     expect(spin.OMP_WAIT_POLICY).toBeUndefined();
   });
 
-  it('reaches libgomp when the addon loads (this build uses OpenMP)', () => {
-    expect(loadBinding().buildInfo().system).toContain('OPENMP = 1');
-    const script = `import('${join(import.meta.dirname, '..', 'dist', 'index.js')}').then(m => { m.loadBinding(); })`;
+  it('reaches libgomp when an addon built on OpenMP loads', () => {
+    const omp = openmpAddonPath();
+    expect(omp).toBeDefined();
+    const script = `import('${join(import.meta.dirname, '..', 'dist', 'index.js')}').then(m => { if (!/OPENMP = 1/.test(m.loadBinding().buildInfo().system)) process.exit(4); })`;
     const run = (extra: NodeJS.ProcessEnv): string => {
-      const env: NodeJS.ProcessEnv = { ...process.env, OMP_DISPLAY_ENV: 'verbose', ...extra };
+      const env: NodeJS.ProcessEnv = { ...process.env, OMP_DISPLAY_ENV: 'verbose', BMOE_NATIVE_PATH: omp, ...extra };
       delete env.OMP_WAIT_POLICY;
       delete env.GOMP_SPINCOUNT;
       Object.assign(env, extra);

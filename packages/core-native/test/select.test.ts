@@ -15,7 +15,7 @@ import {
 } from '../binding/select.js';
 
 const host = (over: Partial<LoaderHost> = {}): LoaderHost => ({ platform: 'linux', arch: 'x64', libc: 'glibc', env: {}, ...over });
-const local = { nativeFile: '/ck/build/Release/bmoe.node', wasmFile: '/ck/npm/wasm32-wasi/bmoe.wasi.cjs' };
+const local = { nativeFile: '/ck/build-pool/bmoe.node', wasmFile: '/ck/npm/wasm32-wasi/bmoe.wasi.cjs' };
 
 describe('platform package names (napi-rs targets)', () => {
   it('names the published targets', () => {

@@ -22,7 +22,7 @@ export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, Resol
 export { defaultThreads } from './options/api.js';
 export { headerInfo, inspectModel, type ExpertProjection, type ModelHeaderInfo, type ModelShardInfo } from './inspect.js';
 export { isNativeAvailable } from './native.js';
-export { buildNative, llamaCompletionArgs, llamaToolPath, localNativeBuild, nativeBuild, prebuiltBinary, readCeiling, type LlamaCompletionRun, type LocalNativeBuild, type NativeBuild, type PrebuiltBinary, type ReadCeiling, type ReadCeilingOptions } from './native-tools.js';
+export { buildNative, llamaCompletionArgs, llamaToolPath, localNativeBuild, nativeBuild, openmpAddonPath, prebuiltBinary, readCeiling, type LlamaCompletionRun, type LocalNativeBuild, type NativeBuild, type PrebuiltBinary, type ReadCeiling, type ReadCeilingOptions } from './native-tools.js';
 export {
   readMemAvailableBytes,
   readDeviceSensors,

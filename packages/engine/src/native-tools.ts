@@ -3,7 +3,7 @@
 // tools (the reference the identity tests and the bench compare against). Packages above the
 // engine reach native code only through loadModel() and these.
 import type { NativeReadCeilingParams } from '@bmoe/core-native';
-import { bindingSource, buildLocal, localBuildDir, llamaToolPath as coreToolPath, prebuiltBinary as corePrebuiltBinary } from '@bmoe/core-native';
+import { bindingSource, buildLocal, localBuildDir, llamaToolPath as coreToolPath, openmpAddonPath as coreOpenmpAddon, prebuiltBinary as corePrebuiltBinary } from '@bmoe/core-native';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -112,4 +112,13 @@ export async function readCeiling(options: ReadCeilingOptions): Promise<ReadCeil
  */
 export function llamaToolPath(name: string): string | null {
   return coreToolPath(name) ?? null;
+}
+
+/**
+ * The addon built on OpenMP beside llama.cpp's reference tools in a source checkout
+ * (core-native's build/Release/bmoe.node), or null: bmoe itself loads the build on ggml's own
+ * thread pool; this one runs the bench's OpenMP rows (`bmoe-bench waiting`) through BMOE_NATIVE_PATH.
+ */
+export function openmpAddonPath(): string | null {
+  return coreOpenmpAddon() ?? null;
 }

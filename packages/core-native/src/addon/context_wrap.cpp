@@ -76,8 +76,8 @@ Napi::Object context_wrap::create(Napi::Env env, std::shared_ptr<model_state> mo
         throw Napi::Error::New(env, "could not create a context (n_ctx " + std::to_string(p.n_ctx) + " × " + std::to_string(p.n_seq) +
                                         " sequences)" + (why.empty() ? "" : ": " + why));
     }
-    // One thread pool for the context's life. Without it, a build without OpenMP (the prebuilt
-    // binaries use ggml's own pool) creates and joins its worker threads in every graph compute:
+    // One thread pool for the context's life. Without it, ggml's own pool (every build bmoe makes:
+    // no OpenMP) creates and joins its worker threads in every graph compute:
     // once per token resident, once per MoE layer streamed (the eval callback splits the graph at
     // each routing node). Measured with bmoe-bench targets' prebuilt row (docs/benchmarks.md).
     // Created without polling between graphs (poll 0); before each decode the generator's wait
