@@ -41,7 +41,15 @@ int32_t wait_policy::next_poll() const {
         case wait_mode::sleep: return 0;
         case wait_mode::auto_: break;
     }
-    return sleeping_ && !probing_ ? 0 : 1;
+    if (sleeping_ && !probing_) return 0;
+    return gap_ms_ <= poll_gap_max_ms ? 1 : 0;
+}
+
+void wait_policy::observe_gap(double ms) {
+    // Longer than a decode loop's gap: the generator was idle or a request started; not a rhythm.
+    if (ms > idle_gap_ms) return;
+    // A short memory: one long gap (a prompt joining) does not switch polling off for long.
+    gap_ms_ = gap_ms_ < 0 ? ms : 0.5 * gap_ms_ + 0.5 * ms;
 }
 
 void wait_policy::observe(uint64_t waits, uint64_t slept) {

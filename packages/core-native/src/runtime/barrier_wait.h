@@ -45,9 +45,9 @@ inline void barrier_end(wait_policy & w, const barrier_counts & c0) {
     w.observe(c.waits - c0.waits, c.slept - c0.slept);
     static const bool debug = std::getenv("BMOE_DEBUG_WAIT") != nullptr;
     if (debug) {
-        std::fprintf(stderr, "[wait] spin %lld ns: %llu waits, %llu slept -> %s%s\n", (long long) spin,
+        std::fprintf(stderr, "[wait] spin %lld ns: %llu waits, %llu slept -> %s%s, gap %.3f ms, poll %d\n", (long long) spin,
                      (unsigned long long) (c.waits - c0.waits), (unsigned long long) (c.slept - c0.slept),
-                     w.sleeping() ? "sleeping" : "spinning", w.probing() ? " (probe next)" : "");
+                     w.sleeping() ? "sleeping" : "spinning", w.probing() ? " (probe next)" : "", w.gap_ms(), (int) w.next_poll());
     }
 #else
     (void) w;

@@ -307,11 +307,13 @@ void generator::step(const std::vector<generation *> & active) {
     if (batch.n_tokens == 0) return;
 
     stop_decode.store(false);
+    if (last_decode_end_ms > 0) waits.observe_gap(now_ms() - last_decode_end_ms);
     const barrier_counts b0 = barrier_begin(waits, threadpool);
     decode_timer  timer(observer, &stop_decode);
     const int32_t rc = llama_decode(ctx, batch);
     const token_metrics m = timer.finish();
     barrier_end(waits, b0);
+    last_decode_end_ms = now_ms();
     // An observer that stopped a decode (a failed read, a changed file) is an error, not an abort.
     // So is a model file that changed under the decode (its output is garbage).
     std::string why = observer ? observer->error() : std::string();

@@ -29,6 +29,29 @@ static void test_poll_follows_the_barrier_choice() {
     CHECK(up.next_poll() == -1 && spin.next_poll() == 50 && sleep.next_poll() == 0);
 }
 
+// Polling between decodes pays only through short gaps: a 0.2 ms gap (one sequence sampled) keeps
+// it, gaps near 1 ms (four sequences sampled in one step) stop it, short ones bring it back, and an
+// idle pause (a new request after seconds) is not counted as the loop's rhythm.
+static void test_poll_stops_while_the_gaps_between_decodes_are_long() {
+    wait_policy p;
+    p.observe_gap(0.2);
+    CHECK(p.next_poll() == 1);
+    for (int i = 0; i < 3; i++) p.observe_gap(0.9);
+    CHECK(p.gap_ms() > wait_policy::poll_gap_max_ms && p.next_poll() == 0);
+    for (int i = 0; i < 3; i++) p.observe_gap(0.2);
+    CHECK(p.next_poll() == 1);
+    p.observe_gap(5000);
+    CHECK(p.next_poll() == 1);
+    // Sleeping at the barriers still means no polling, whatever the gaps.
+    step(p, 90);
+    CHECK(p.sleeping() && p.next_poll() == 0);
+    // The fixed modes ignore the gaps.
+    wait_policy spin;
+    spin.mode = wait_mode::spin;
+    spin.observe_gap(10);
+    CHECK(spin.next_poll() == 50);
+}
+
 static void test_fixed_modes_never_change() {
     wait_policy spin, sleep, up;
     spin.mode = wait_mode::spin;
@@ -100,6 +123,7 @@ static void test_names_round_trip() {
 int main() {
     test_fixed_modes_never_change();
     test_poll_follows_the_barrier_choice();
+    test_poll_stops_while_the_gaps_between_decodes_are_long();
     test_auto_keeps_spinning_while_waits_end_within_the_spin();
     test_auto_sleeps_when_most_waits_outlast_the_spin_then_probes_with_backoff();
     test_a_won_probe_returns_to_spinning_and_resets_the_backoff();

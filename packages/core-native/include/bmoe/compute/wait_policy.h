@@ -11,8 +11,11 @@
 // enough for an op's imbalance, short next to a scheduler's time slice — and when more than half
 // of a step's waits outlast the spin (the waits are being lost to someone else), it sleeps at once
 // instead, probing the spin again after 8, 16, … 128 steps. The same state decides how ggml's own
-// pool (the prebuilt binaries) waits between graphs: polling (level 1, a few ms) while spinning
-// pays, sleeping at once otherwise; an OpenMP build's threads wait there as OMP_WAIT_POLICY says.
+// pool waits between graphs: polling (level 1, a few ms) while spinning pays, sleeping at once
+// otherwise; an OpenMP build's threads wait there as OMP_WAIT_POLICY says. Polling also needs the
+// gap between two decodes (the generator sampling, the JS thread taking the token) to be short: a
+// long one (four sequences sampled in a step of `bmoe serve`) would keep a core spinning that the
+// sampling and the event loop need, so past poll_gap_max_ms the pool sleeps between decodes.
 #include <cstdint>
 #include <string>
 
@@ -41,19 +44,26 @@ struct wait_policy {
 
     // The barrier spin for the next step: < 0 upstream's, 0 sleep at once, else nanoseconds.
     int64_t next_spin() const;
-    // The pool's poll level between graphs for the next step (ggml's 0 … 100; -1 leave it).
+    // The pool's poll level between graphs for the next step (ggml's 0 … 100; -1 leave it): auto
+    // polls while it spins at the barriers and the gaps between decodes are short.
     int32_t next_poll() const;
     // What the step's barriers saw: how many waits, how many outlasted the spin and slept.
     void observe(uint64_t waits, uint64_t slept);
+    // The time from the end of one decode to the start of the next, ms (a moving average decides).
+    void observe_gap(double ms);
+    static constexpr double poll_gap_max_ms = 0.5;
+    static constexpr double idle_gap_ms     = 50;  // longer gaps are idle time, not counted
     // Auto's state, for tests and the debug line.
     bool sleeping() const { return sleeping_; }
     bool probing() const { return probing_; }
+    double gap_ms() const { return gap_ms_; }
 
   private:
     bool    sleeping_    = false;
     bool    probing_     = false;
     int32_t probe_every_ = probe_min;
     int32_t until_probe_ = 0;
+    double  gap_ms_      = -1;  // none seen yet
 };
 
 }  // namespace bmoe

@@ -112,6 +112,7 @@ struct generator {
     // How the compute threads wait at ggml's barriers, chosen before each decode (compute/), and
     // the context's pool, whose polling between graphs follows it (null: none attached).
     wait_policy              waits;
+    double                   last_decode_end_ms = 0;  // now_ms() after the last decode (the gap before the next)
     ggml_threadpool *        threadpool = nullptr;
 
     generator() = default;
