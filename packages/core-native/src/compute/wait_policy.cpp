@@ -58,8 +58,12 @@ void wait_policy::observe(uint64_t waits, uint64_t slept) {
     // Lost: most waits outlasted the spin, so spinning only burnt the core before sleeping anyway.
     const bool lost = known && slept * 2 > waits;
     if (!sleeping_) {
-        if (lost) {
+        // One lost step is not a neighbour: the event loop taking a core for a token's work, or a
+        // collection, costs one step; a busy process costs every step.
+        lost_run_ = lost ? lost_run_ + 1 : known ? 0 : lost_run_;
+        if (lost_run_ >= lost_steps_to_sleep) {
             sleeping_    = true;
+            lost_run_    = 0;
             probe_every_ = probe_min;
             until_probe_ = probe_every_;
         }

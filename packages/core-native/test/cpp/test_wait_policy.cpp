@@ -21,6 +21,7 @@ static void test_poll_follows_the_barrier_choice() {
     wait_policy p;
     CHECK(p.next_poll() == 1);
     step(p, 90);
+    step(p, 90);
     CHECK(p.sleeping() && p.next_poll() == 0);
     wait_policy up, spin, sleep;
     up.mode = wait_mode::upstream;
@@ -43,6 +44,7 @@ static void test_poll_stops_while_the_gaps_between_decodes_are_long() {
     p.observe_gap(5000);
     CHECK(p.next_poll() == 1);
     // Sleeping at the barriers still means no polling, whatever the gaps.
+    step(p, 90);
     step(p, 90);
     CHECK(p.sleeping() && p.next_poll() == 0);
     // The fixed modes ignore the gaps.
@@ -70,8 +72,25 @@ static void test_auto_keeps_spinning_while_waits_end_within_the_spin() {
     CHECK(!p.sleeping());
 }
 
+// One lost step (the event loop took a core for a moment) does not make auto sleep; two in a row do.
+static void test_a_single_lost_step_keeps_spinning() {
+    wait_policy p;
+    for (int i = 0; i < 10; i++) {
+        CHECK(step(p, 90) == SPIN);
+        CHECK(step(p, 5) == SPIN);
+    }
+    CHECK(!p.sleeping());
+    // A step that says nothing (too few waits) neither breaks nor extends a run of lost ones.
+    step(p, 90);
+    p.observe(2, 2);
+    step(p, 90);
+    CHECK(p.sleeping());
+}
+
 static void test_auto_sleeps_when_most_waits_outlast_the_spin_then_probes_with_backoff() {
     wait_policy p;
+    CHECK(step(p, 90) == SPIN);
+    CHECK(!p.sleeping());
     CHECK(step(p, 90) == SPIN);
     CHECK(p.sleeping());
     // 4 sleeping steps, then one probe with the spin; a lost probe doubles the wait up to 128.
@@ -88,11 +107,13 @@ static void test_auto_sleeps_when_most_waits_outlast_the_spin_then_probes_with_b
 static void test_a_won_probe_returns_to_spinning_and_resets_the_backoff() {
     wait_policy p;
     step(p, 90);
+    step(p, 90);
     for (int i = 0; i < wait_policy::probe_min; i++) step(p, 90);
     CHECK(step(p, 5) == SPIN);  // the probe: the neighbour left
     CHECK(!p.sleeping());
     CHECK(step(p, 5) == SPIN);
-    CHECK(step(p, 90) == SPIN);  // lost again: sleep, and the next probe comes after probe_min
+    CHECK(step(p, 90) == SPIN);  // lost twice again: sleep, and the next probe comes after probe_min
+    CHECK(step(p, 90) == SPIN);
     for (int i = 0; i < wait_policy::probe_min; i++) CHECK(step(p, 0) == 0);
     CHECK(step(p, 0) == SPIN);
 }
@@ -101,6 +122,7 @@ static void test_steps_with_few_waits_say_nothing() {
     wait_policy p;
     p.observe(3, 3);  // a one-op graph: no decision
     CHECK(!p.sleeping());
+    p.observe(100, 90);
     p.observe(100, 90);
     CHECK(p.sleeping());
     for (int i = 0; i < wait_policy::probe_min; i++) p.observe(100, 100);
@@ -125,6 +147,7 @@ int main() {
     test_poll_follows_the_barrier_choice();
     test_poll_stops_while_the_gaps_between_decodes_are_long();
     test_auto_keeps_spinning_while_waits_end_within_the_spin();
+    test_a_single_lost_step_keeps_spinning();
     test_auto_sleeps_when_most_waits_outlast_the_spin_then_probes_with_backoff();
     test_a_won_probe_returns_to_spinning_and_resets_the_backoff();
     test_steps_with_few_waits_say_nothing();

@@ -9,8 +9,8 @@
 // being waited for is not running: beside a busy process, or while a read thread of ours needs
 // the core (a streamed token waits for reads inside mul_mat_id). Auto spins a bounded time — long
 // enough for an op's imbalance, short next to a scheduler's time slice — and when more than half
-// of a step's waits outlast the spin (the waits are being lost to someone else), it sleeps at once
-// instead, probing the spin again after 8, 16, … 128 steps. The same state decides how ggml's own
+// of the waits of two steps in a row outlast the spin (the waits are being lost to someone else),
+// it sleeps at once instead, probing the spin again after 8, 16, … 128 steps. The same state decides how ggml's own
 // pool waits between graphs: polling (level 1, a few ms) while spinning pays, sleeping at once
 // otherwise; an OpenMP build's threads wait there as OMP_WAIT_POLICY says. Polling also needs the
 // gap between two decodes (the generator sampling, the JS thread taking the token) to be short: a
@@ -38,6 +38,8 @@ struct wait_policy {
     static constexpr int32_t probe_max       = 128;
     // Fewer waits than this in a step say nothing (a one-thread step, a tiny graph).
     static constexpr uint64_t min_waits      = 8;
+    // Consecutive lost steps before auto sleeps (a single one is a passing disturbance).
+    static constexpr int32_t lost_steps_to_sleep = 2;
 
     wait_mode mode    = wait_mode::auto_;
     int64_t   spin_ns = default_spin_ns;
@@ -63,6 +65,7 @@ struct wait_policy {
     bool    probing_     = false;
     int32_t probe_every_ = probe_min;
     int32_t until_probe_ = 0;
+    int32_t lost_run_    = 0;   // consecutive lost steps while spinning
     double  gap_ms_      = -1;  // none seen yet
 };
 
