@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Builds the native addon and llama.cpp's reference tools into build/ (Release).
 // Two CMake trees, side by side so that ccache's relative paths match and they share the objects
-// (only ggml-cpu differs between them):
+// (ggml-cpu compiles differently; what compiles the same way in both comes from the cache):
 // - build/: llama.cpp as upstream builds it by default (OpenMP), its reference tools in build/bin
 //   (llama-completion, llama-server: the bench's peers, the identity tests' references), the C++
 //   unit tests, and build/Release/bmoe.node, the addon on OpenMP (the bench's OpenMP rows only);
