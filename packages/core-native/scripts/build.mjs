@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds the native addon and llama.cpp's reference tools into build/ (Release).
+// Builds the native addon (build-pool/) and llama.cpp's reference tools (build/), Release.
 // Two CMake trees, side by side so that ccache's relative paths match and they share the objects
 // (ggml-cpu compiles differently; what compiles the same way in both comes from the cache):
 // - build/: llama.cpp as upstream builds it by default (OpenMP), its reference tools in build/bin
