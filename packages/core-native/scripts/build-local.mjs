@@ -48,8 +48,8 @@ function findTools() {
   return { tools: have, error: `needs ${missing.join(', ')} on PATH: ${how}` };
 }
 
-/** Node-API's headers (node-api-headers) and node-addon-api's, as CMAKE_JS_INC. */
-function napiInclude() {
+/** Node-API's headers (node-api-headers) and node-addon-api's, as CMAKE_JS_INC (every cmake-driven addon build). */
+export function napiInclude() {
   return [require('node-api-headers').include_dir, resolve(require('node-addon-api').include_dir.replace(/"/g, ''))].join(';');
 }
 

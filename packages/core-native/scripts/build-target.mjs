@@ -25,12 +25,11 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createRequire } from 'node:module';
 import { LLAMA_COMMIT, ensureLlamaSource } from './llama-source.mjs';
 import { copyArtifacts } from './artifacts.mjs';
+import { napiInclude } from './build-local.mjs';
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const require = createRequire(import.meta.url);
 
 function fail(msg) {
   console.error(`[build-target] ${msg}`);
@@ -110,7 +109,7 @@ function main(argv) {
   } catch (e) {
     fail(e instanceof Error ? e.message : String(e));
   }
-  const napiInc = [require('node-api-headers').include_dir, resolve(require('node-addon-api').include_dir.replace(/"/g, ''))].join(';');
+  const napiInc = napiInclude();
   const env = { ...process.env, CCACHE_BASEDIR: process.env.CCACHE_BASEDIR ?? pkgDir, CCACHE_NOHASHDIR: process.env.CCACHE_NOHASHDIR ?? '1' };
   const artifacts = join(pkgDir, 'prebuilds');
   mkdirSync(artifacts, { recursive: true });

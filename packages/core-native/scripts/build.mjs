@@ -17,6 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { runWithProgress } from './build-progress.mjs';
+import { napiInclude } from './build-local.mjs';
 import { LLAMA_COMMIT, ensureLlamaSource } from './llama-source.mjs';
 
 const pkgDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -59,8 +60,7 @@ for (const cmd of configured ? ['build'] : ['configure', 'build']) {
 
 // The pool tree: configured again only when its definitions change (the pin, the Node-API headers).
 const poolDir = join(pkgDir, 'build-pool');
-const napiInc = [require('node-api-headers').include_dir, resolve(require('node-addon-api').include_dir.replace(/"/g, ''))].join(';');
-const poolDefs = ['-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release', `-DCMAKE_JS_INC=${napiInc}`, '-DCMAKE_CXX_FLAGS=-DBUILDING_NODE_EXTENSION',
+const poolDefs = ['-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release', `-DCMAKE_JS_INC=${napiInclude()}`, '-DCMAKE_CXX_FLAGS=-DBUILDING_NODE_EXTENSION',
   '-DGGML_NATIVE=ON', '-DGGML_OPENMP=OFF', '-DBMOE_DEV_TARGETS=OFF', '-DBMOE_VARIANT=native', `-DBMOE_LLAMA_COMMIT=${LLAMA_COMMIT}`];
 const stamp = join(poolDir, 'bmoe-configure.json');
 mkdirSync(poolDir, { recursive: true });
