@@ -7,7 +7,7 @@ import type { AssistantMessage, MessageDelta } from './messages.js';
 import type { TokenMetrics } from './metrics/columns.js';
 import { summarize, type DecodeState, type RunSummary } from './metrics/summary.js';
 import { AsyncQueue } from './queue.js';
-import { readMemAvailableBytes } from './system.js';
+import { readRecentMemAvailableBytes } from './system.js';
 import { Utf8Stream } from './utf8.js';
 
 /**
@@ -235,7 +235,7 @@ export class GenerationImpl implements Generation {
     // generated from core-native's contract); MemAvailable is read here.
     // The native record is this token's own object: completed in place, not copied.
     const metrics = ev.metrics as TokenMetrics;
-    (metrics as { memAvailableBytes: number | null }).memAvailableBytes = readMemAvailableBytes();
+    (metrics as { memAvailableBytes: number | null }).memAvailableBytes = readRecentMemAvailableBytes();
     const text = this.utf8.push(ev.piece);
     const { delta, stopped } = this.stream.push(text, this.isLast(ev, metrics.tokenIndex));
     const event: TokenEvent = { tokenIndex: metrics.tokenIndex, tokenId: metrics.tokenId, text, eog: ev.eog, metrics, delta };

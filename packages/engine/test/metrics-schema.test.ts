@@ -8,6 +8,7 @@ import {
   camelCase,
   csvHeader,
   csvRow,
+  csvRows,
   parseMetricsCsv,
   prometheusName,
   prometheusUpdates,
@@ -57,6 +58,11 @@ describe('metrics CSV', () => {
   it('formats a row in column order, ms to the microsecond, null as an empty cell', () => {
     expect(csvRow(records[0]!)).toBe('0,100,12.346,10.25,2.095,0,0,1234567,3,5,0,0,0,8,6,2,4096,0,0,0,0,0,900000000,4096\n');
     expect(csvRow(records[1]!)).toBe('1,101,8,0,0,0,0,0,0,0,1048576,0,0,0,0,0,0,1,1,0,0,15.5,0,\n');
+  });
+
+  it('formats a batch of records as the rows one by one would (the CLI writes its CSV in batches)', () => {
+    expect(csvRows(records)).toBe(csvRow(records[0]!) + csvRow(records[1]!));
+    expect(csvRows([])).toBe('');
   });
 
   it('round-trips through the parser (values at CSV precision)', () => {

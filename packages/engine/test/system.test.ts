@@ -1,13 +1,52 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findMemoryCgroup, parseMemAvailable, readCgroupMemory, readDeviceFacts, readDeviceSensors, readMemAvailableBytes, type SensorPaths } from '../src/system.js';
+import { MEM_AVAILABLE_MAX_AGE_MS, findMemoryCgroup, memAvailableIn, parseMemAvailable, readRecentMemAvailableBytes, readCgroupMemory, readDeviceFacts, readDeviceSensors, readMemAvailableBytes, type SensorPaths } from '../src/system.js';
 
 describe('MemAvailable reader', () => {
   it('parses the kB line into bytes', () => {
     expect(parseMemAvailable('MemTotal:       24000000 kB\nMemFree:  1 kB\nMemAvailable:   11366276 kB\n')).toBe(11366276 * 1024);
     expect(parseMemAvailable('MemTotal: 1 kB\n')).toBeNull();
+  });
+
+  it('finds the kB line in the file\'s bytes as the text parser does', () => {
+    const cases = [
+      'MemTotal:       24000000 kB\nMemFree:  1 kB\nMemAvailable:   11366276 kB\nBuffers: 5 kB\n',
+      'MemTotal: 1 kB\nMemAvailable:0 kB\n',
+      'MemTotal: 1 kB\n',
+      'MemTotal: 1 kB\nMemAvailable:   kB\n',
+      'MemTotal: 1 kB\nMemAvailable:   12 MB\n',
+      'MemTotal: 1 kB\nMemAvailableX: 12 kB\n',
+    ];
+    for (const text of cases) {
+      const buf = Buffer.alloc(256, 0x41);
+      const n = buf.write(text, 'latin1');
+      expect(memAvailableIn(buf, n), text).toBe(parseMemAvailable(text));
+    }
+    // Bytes past the length given are not the file's.
+    const buf = Buffer.from('MemTotal: 1 kB\nMemAvailable:   123 kB\n', 'latin1');
+    expect(memAvailableIn(buf, 20)).toBeNull();
+  });
+
+  it.runIf(process.platform === 'linux')('reads the same MemAvailable as the text of /proc/meminfo', () => {
+    const a = readMemAvailableBytes();
+    const b = parseMemAvailable(readFileSync('/proc/meminfo', 'latin1'));
+    expect(a).not.toBeNull();
+    // MemAvailable moves between two reads; 64 MiB apart is a different field, not drift.
+    expect(Math.abs(a! - b!)).toBeLessThan(64 * 1024 * 1024);
+  });
+
+  it('reads again for a token only when the last reading is older than 10 ms', () => {
+    let reads = 0;
+    const read = (): number => ++reads * 1024;
+    const t0 = 1e9; // far from any earlier reading of this process
+    expect(readRecentMemAvailableBytes(t0, read)).toBe(1024);
+    expect(readRecentMemAvailableBytes(t0 + MEM_AVAILABLE_MAX_AGE_MS - 1, read)).toBe(1024);
+    expect(readRecentMemAvailableBytes(t0 + MEM_AVAILABLE_MAX_AGE_MS, read)).toBe(2048);
+    expect(reads).toBe(2);
+    // A clock that went back (another reader's timestamps) reads again rather than trusting it.
+    expect(readRecentMemAvailableBytes(t0, read)).toBe(3072);
   });
 
   it('returns null where the file is unreadable', () => {
