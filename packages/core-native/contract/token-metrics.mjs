@@ -40,5 +40,5 @@ export const TOKEN_COLUMNS = [
   { column: 'minor_faults', kind: 'counter', cpp: 'uint64', description: 'minor page faults (getrusage delta)' },
   { column: 'cpu_ms', kind: 'time', cpp: 'double', description: 'process CPU time, all threads' },
   { column: 'rss_bytes', kind: 'gauge', cpp: 'uint64', description: 'process resident set size after the token' },
-  { column: 'mem_available_bytes', kind: 'gauge', cpp: 'uint64', native: false, nullable: true, description: 'system MemAvailable (/proc/meminfo) after the token, read at most every 10 ms (faster tokens share a reading); empty where unreadable' },
+  { column: 'mem_available_bytes', kind: 'gauge', cpp: 'uint64', native: false, nullable: true, description: 'system MemAvailable (/proc/meminfo) after the token, read at most every 100 ms (the tokens in between repeat that reading); empty where unreadable' },
 ];

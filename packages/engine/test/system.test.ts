@@ -37,7 +37,7 @@ describe('MemAvailable reader', () => {
     expect(Math.abs(a! - b!)).toBeLessThan(64 * 1024 * 1024);
   });
 
-  it('reads again for a token only when the last reading is older than 10 ms', () => {
+  it('reads again for a token only when the last reading is older than 100 ms', () => {
     let reads = 0;
     const read = (): number => ++reads * 1024;
     const t0 = 1e9; // far from any earlier reading of this process

@@ -1,7 +1,7 @@
 // /metrics: one prom-client registry per server (two servers in one process do not mix counts),
 // holding exactly the metrics of the shared schema's PROMETHEUS_METRICS table: the engine's
 // per-token counters and gauges, the prompt counters, and the server's queue/request/latency ones.
-import { PROMETHEUS_METRICS, RUN_METRIC, prometheusUpdates, type GenerationResult, type TokenMetrics } from '@bmoe/engine';
+import { PROMETHEUS_METRICS, RUN_METRIC, type GenerationResult, type TokenMetrics } from '@bmoe/engine';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** How a generation request ended, as the `outcome` label of `bmoe_requests_total`. */
@@ -11,6 +11,14 @@ export type RequestOutcome = 'completed' | 'disconnected' | 'rejected' | 'failed
 export type Endpoint = '/v1/chat/completions' | '/v1/completions' | '/v1/messages' | '/v1/responses';
 
 type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
+
+/**
+ * The metrics one token moves, as prometheusUpdates (@bmoe/engine) names them: counters add the
+ * field (scaled), gauges take its last value; a null field leaves its metric as it was.
+ */
+const TOKEN_FIELDS = PROMETHEUS_METRICS.flatMap((m) =>
+  m.field === null || m.type === 'histogram' ? [] : [{ name: m.name, field: m.field, scale: m.scale, counter: m.type === 'counter' }],
+);
 
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -35,21 +43,36 @@ export class ServerMetrics {
    * ran on the JavaScript thread beside every decode.
    */
   token(rec: TokenMetrics): void {
-    for (const u of prometheusUpdates(rec)) {
-      const had = this.pending.get(u.name);
-      this.pending.set(u.name, { type: u.type, value: u.type === 'counter' ? (had?.value ?? 0) + u.value : u.value });
+    this.pendingTokens++;
+    const fields = TOKEN_FIELDS;
+    for (let i = 0; i < fields.length; i++) {
+      const f = fields[i]!;
+      const v = rec[f.field];
+      if (v === null) continue;
+      if (f.counter) this.pending[i]! += v * f.scale;
+      else this.pending[i] = v * f.scale;
+      this.touched[i] = 1;
     }
   }
 
-  private readonly pending = new Map<string, { type: 'counter' | 'gauge'; value: number }>();
+  // One slot per per-token metric (TOKEN_FIELDS' order): no object per token, which the garbage
+  // collector would then take from the same cores.
+  private pendingTokens = 0;
+  private readonly pending = new Float64Array(TOKEN_FIELDS.length);
+  private readonly touched = new Uint8Array(TOKEN_FIELDS.length);
 
   private flush(): void {
-    for (const [name, u] of this.pending) {
-      const metric = this.byName.get(name);
-      if (metric instanceof Counter) metric.inc(u.value);
-      else if (metric instanceof Gauge) metric.set(u.value);
+    if (this.pendingTokens > 0) this.counter(RUN_METRIC.generatedTokens).inc(this.pendingTokens);
+    this.pendingTokens = 0;
+    for (let i = 0; i < TOKEN_FIELDS.length; i++) {
+      if (!this.touched[i]) continue;
+      const f = TOKEN_FIELDS[i]!;
+      const metric = this.byName.get(f.name);
+      if (metric instanceof Counter) metric.inc(this.pending[i]!);
+      else if (metric instanceof Gauge) metric.set(this.pending[i]!);
+      this.pending[i] = 0;
+      this.touched[i] = 0;
     }
-    this.pending.clear();
   }
 
   /** A finished generation's prompt phase (prompt tokens evaluated, not those reused). */
