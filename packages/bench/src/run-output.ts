@@ -30,3 +30,23 @@ export function parsePeerRate(stderr: string): number | null {
   const m = /eval time =\s+([\d.]+) ms \/\s+(\d+) runs/.exec(stderr);
   return m ? (Number(m[2]) * 1000) / Number(m[1]) : null;
 }
+
+/**
+ * When each `{"type":"token",…}` line of `bmoe run --json` arrived, fed the process's stdout as
+ * it is read (`push(chunk, now)`): what a program consuming the run sees, as a server's client
+ * sees its stream's chunks. A line split across two reads counts when its end arrives.
+ */
+export class TokenLineTimes {
+  readonly times: number[] = [];
+  private partial = '';
+
+  push(chunk: string, now: number): void {
+    const text = this.partial + chunk;
+    const end = text.lastIndexOf('\n');
+    this.partial = text.slice(end + 1);
+    if (end < 0) return;
+    for (const line of text.slice(0, end).split('\n')) {
+      if (line.startsWith('{"type":"token"')) this.times.push(now);
+    }
+  }
+}

@@ -149,6 +149,12 @@ export function gaps(times: readonly number[]): number[] {
   return times.slice(1).map((t, i) => t - times[i]!);
 }
 
+/** Appends 1000 / the p50 gap between the times (tokens per second as received), when there is one. */
+export function pushReceivedRate(rates: number[], times: readonly number[]): void {
+  const p50 = gapStats(gaps(times)).p50Ms;
+  if (p50 > 0) rates.push(1000 / p50);
+}
+
 export interface GapStats {
   p50Ms: number;
   p95Ms: number;

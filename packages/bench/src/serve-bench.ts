@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CgroupError, createMemoryCgroup, dropCaches, removeCgroup, runInCgroup } from './cgroup.js';
-import { parseDoneEvent } from './run-output.js';
+import { parseDoneEvent, TokenLineTimes } from './run-output.js';
 import { llamaSlotAction, modelId, streamChat } from './serve-bench-client.js';
 import {
   buildScripts,
@@ -19,6 +19,7 @@ import {
   gapStats,
   loadPrompt,
   probeMessages,
+  pushReceivedRate,
   WARM_UP_MESSAGE,
   type Calibration,
   type ChatMessage,
@@ -165,17 +166,15 @@ export interface ServeBenchResult {
   probeTokens: Partial<Record<Side, number>>;
   alternating?: SidePair<TurnSample[]>;
   /**
-   * Row (b), per client count: `sides` is the round whose ratio of aggregate tok/s (bmoe /
-   * llama-server) is the median of the rounds' (the only round with `rounds` 1); `rounds` holds
-   * every round, in run order, when there were several.
+   * Row (b), per client count: `sides` is the round whose ratio of aggregate tok/s (bmoe / llama-server)
+   * is the median of the rounds' (the only one with `rounds` 1); `rounds`: every round, in run order.
    */
   load?: LoadRows[];
   /**
-   * Row (b)'s reference for one client, interleaved with `bmoe run` on the same model and flags,
-   * prompt and max_tokens: each request's decode rate through the server (1000 / p50 time between
-   * tokens) and each run's median decode rate, tok/s; `error` when it failed.
+   * Row (b)'s reference (runReference below), tok/s: 1000 / p50 time between tokens as received
+   * (the server's SSE chunks; the run's `--json` lines: `delivered`), the runs' median decode rates.
    */
-  runReference?: { flags: string[]; servedTokensPerSecond: number[]; medianTokensPerSecond: number[]; error: string | null };
+  runReference?: { flags: string[]; servedTokensPerSecond: number[]; deliveredTokensPerSecond: number[]; medianTokensPerSecond: number[]; error: string | null };
   resume?: SidePair<ResumeRun>;
 }
 
@@ -188,6 +187,7 @@ type Ctx = Required<Pick<ServeBenchOptions, 'turns' | 'systemTokens' | 'resumeTo
   };
 
 const MiB = 1024 * 1024;
+const f1 = (x: number): string => x.toFixed(1);
 /** An error's message, with its cause's when it has one. */
 const message = (err: unknown): string => {
   if (!(err instanceof Error)) return String(err);
@@ -373,37 +373,39 @@ async function rowLoad(ctx: Ctx, side: Side, config: ServerConfig): Promise<Sess
 
 /**
  * Row (b)'s reference: one client through `bmoe serve` against `bmoe run` on the same model, flags,
- * prompt and max_tokens, interleaved (a request, a run, `requests` times, with the server up and
- * idle during the runs), so the disk's and the VM's drift falls on both alike.
+ * prompt and max_tokens, interleaved (a request, a run, `requests` times, the server idle during the
+ * runs) so drift falls on both alike; the run's token lines are timed as this process reads them.
  */
 async function runReference(ctx: Ctx): Promise<NonNullable<ServeBenchResult['runReference']>> {
   const config = serverConfig(ctx, 1);
   const flags = bmoeServeFlags(config).filter((f, i, all) => f !== '--parallel' && all[i - 1] !== '--parallel');
   const argv = [...ctx.bmoe, 'run', ctx.model, '-p', loadPrompt(0, 0), '-n', String(ctx.loadMaxTokens), '--json', ...flags];
   const runs: number[] = [];
+  const delivered: number[] = [];
   const served: number[] = [];
   try {
     await session(ctx, 'bmoe', config, false, async (url, model) => {
       for (let r = 0; r < ctx.requests; r++) {
         const x = await streamChat(url, model, [{ role: 'user', content: loadPrompt(0, r) }], ctx.loadMaxTokens);
-        const p50 = gapStats(gaps(x.tokenTimesMs)).p50Ms;
-        if (p50 > 0) served.push(1000 / p50);
+        pushReceivedRate(served, x.tokenTimesMs);
         const cg = ctx.memLimitGiB === undefined ? null : createMemoryCgroup(Math.round(ctx.memLimitGiB * 1024 * MiB), `bmoe-bench-run-${process.pid}-${r}`);
         try {
-          const out = await runInCgroup(argv, cg, ctx.startTimeoutMs);
+          const lines = new TokenLineTimes();
+          const out = await runInCgroup(argv, cg, ctx.startTimeoutMs, { onStdout: (s) => lines.push(s, performance.now()) });
           const done = parseDoneEvent(out.stdout);
           if (!done) throw new Error(`bmoe run printed no summary (exit ${out.code}): ${out.stderr.trim().split('\n').slice(-1)[0] ?? ''}`);
           runs.push(done.summary.medianTokensPerSecond);
+          pushReceivedRate(delivered, lines.times);
         } finally {
           if (cg) removeCgroup(cg);
         }
       }
     });
-    ctx.log(`serve: (b) one client vs bmoe run, interleaved: serve ${served.map((x) => x.toFixed(1)).join(', ')} · run ${runs.map((x) => x.toFixed(1)).join(', ')} tok/s`);
-    return { flags, servedTokensPerSecond: served, medianTokensPerSecond: runs, error: null };
+    ctx.log(`serve: (b) one client vs bmoe run, interleaved, tok/s: serve ${served.map(f1)} · run delivered ${delivered.map(f1)} · run decodes ${runs.map(f1)}`);
+    return { flags, servedTokensPerSecond: served, deliveredTokensPerSecond: delivered, medianTokensPerSecond: runs, error: null };
   } catch (err) {
     if (err instanceof CgroupError) throw err;
-    return { flags, servedTokensPerSecond: served, medianTokensPerSecond: runs, error: message(err) };
+    return { flags, servedTokensPerSecond: served, deliveredTokensPerSecond: delivered, medianTokensPerSecond: runs, error: message(err) };
   }
 }
 
