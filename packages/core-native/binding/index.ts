@@ -29,7 +29,8 @@ import {
 
 export type * from './types.js';
 export type * from './contract.js';
-export { NATIVE_CONSTANTS, NATIVE_PARAMS, TOKEN_COLUMNS } from './contract.js';
+export { NATIVE_CONSTANTS, NATIVE_PARAMS, NATIVE_TOKEN_VALUES, TOKEN_COLUMNS, nativeTokenMetrics } from './contract.js';
+export { nativeTokenEvent } from './token-event.js';
 export { probeProjector, type ProjectorProbeOptions } from './projector-probe.js';
 export { llamaCompletionArgs, type LlamaCompletionRun } from '../contract/llama-completion.mjs';
 export {

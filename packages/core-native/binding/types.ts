@@ -115,6 +115,24 @@ export interface NativeGenerateRequest extends NativeGenerateFields {
  */
 export type NativeTokenMetrics = Readonly<Record<string, number>>;
 
+/** What a token carries besides its bytes, its end flag and its numbers, when the request asked for it. */
+export interface NativeTokenExtras {
+  logits?: Float32Array;
+  /** nProbs >= 0: this token's log-probability under the model's distribution at its position. */
+  logprob?: number;
+  /** nProbs >= 0: the nProbs most likely tokens at its position, most likely first. */
+  topLogprobs?: NativeTokenLogprob[];
+}
+
+/**
+ * generate()'s per-token call: the token's bytes (may be a partial UTF-8 sequence), whether it ends
+ * the generation, its record's numbers in NATIVE_TOKEN_VALUES order (`nativeTokenMetrics(values)`
+ * builds the record), and the extras asked for (undefined when none). `values` is one array the
+ * addon fills again before each call: read it during the call, do not keep it.
+ */
+export type NativeTokenCallback = (piece: Uint8Array, eog: boolean, values: Float64Array, extras: NativeTokenExtras | undefined) => void;
+
+/** One token as the engine handles it: generate()'s call, its record built (nativeTokenEvent). */
 export interface NativeTokenEvent {
   /** The token's bytes; may be a partial UTF-8 sequence. */
   piece: Uint8Array;
@@ -161,7 +179,7 @@ export interface NativeGenerateResult {
  */
 export interface NativeContext {
   /** On sequence `req.seq` (default 0); rejects at once when that sequence already generates. */
-  generate(req: NativeGenerateRequest, onToken: (ev: NativeTokenEvent) => void): Promise<NativeGenerateResult>;
+  generate(req: NativeGenerateRequest, onToken: NativeTokenCallback): Promise<NativeGenerateResult>;
   /**
    * An embedding context's (createContext({ embeddings: true })) pooled, L2-normalized vector of
    * each input, as llama-server's /v1/embeddings; an input takes at most nBatch tokens. The wasm

@@ -1,6 +1,6 @@
 // A session owns one native context (one KV cache). The native side reuses the longest cached
 // prefix of whatever tokens it is sent, so multi-turn chat simply resends the whole conversation.
-import type { NativeContext, NativeGenerateRequest, NativeModel } from '@bmoe/core-native';
+import { nativeTokenEvent, type NativeContext, type NativeGenerateRequest, type NativeModel } from '@bmoe/core-native';
 import { BmoeError, messageOf } from './errors.js';
 import { GenerationImpl, type Generation, type GenerationDeps, type GenerationResult } from './running-generation.js';
 import { checkMessages, historyMessage, type ChatMessage } from './messages.js';
@@ -352,7 +352,7 @@ export class SessionImpl implements Session {
         if (plan.grammar) request.grammar = plan.grammar;
         if (plan.media) request.media = plan.media.handle;
         try {
-          return await ctx.generate(request, (ev) => sink.token(ev));
+          return await ctx.generate(request, (piece, eog, values, extras) => sink.token(nativeTokenEvent(piece, eog, values, extras)));
         } catch (err) {
           const changed = model.fileStatus();
           if (changed) throw new BmoeError('E_MODEL_CHANGED', changed, { cause: err });

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NativeGenerateResult } from '@bmoe/core-native';
+import { nativeTokenMetrics, type NativeGenerateResult } from '@bmoe/core-native';
 import { loadModel, type Generation, type Model } from '../src/index.js';
 import { nativeBinding } from '../src/native.js';
 
@@ -73,8 +73,8 @@ describe('sessions sharing one streamed model', () => {
     const req = async (text: string) => ({ tokens: await m.prepare({ text }), maxTokens: 64, sampling: { temperature: 0, topK: 40, topP: 0.95, seed: 0 } });
     const [ra, rb] = [await req('The quick brown fox'), await req('Once upon a time')];
     let pb: Promise<NativeGenerateResult> | undefined;
-    const pa = ca.generate(ra, (ev) => {
-      if (ev.metrics.tokenIndex === 0) {
+    const pa = ca.generate(ra, (_piece, _eog, values) => {
+      if (nativeTokenMetrics(values).tokenIndex === 0) {
         pb = cb.generate(rb, () => undefined);
         cb.abort(); // before B's first step: the abort must survive until it is started
 

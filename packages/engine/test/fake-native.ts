@@ -10,8 +10,9 @@ import type {
   NativeModel,
   NativeModelInfo,
   NativePrepareInput,
-  NativeTokenEvent,
+  NativeTokenCallback,
 } from '@bmoe/core-native';
+import { NATIVE_TOKEN_VALUES } from '@bmoe/core-native';
 import { BmoeError } from '../src/errors.js';
 import { resolveLoadOptions } from '../src/options/api.js';
 import { SessionImpl, SharedContext } from '../src/session.js';
@@ -34,10 +35,11 @@ export class FakeContext implements NativeContext {
   closed = false;
   private cached: number[] = [];
   private abortFlag = false;
+  private readonly values = new Float64Array(NATIVE_TOKEN_VALUES.length);
 
   constructor(private readonly script: FakeScript = {}) {}
 
-  async generate(req: NativeGenerateRequest, onToken: (ev: NativeTokenEvent) => void): Promise<NativeGenerateResult> {
+  async generate(req: NativeGenerateRequest, onToken: NativeTokenCallback): Promise<NativeGenerateResult> {
     this.requests.push(req);
     this.abortFlag = false;
     const prompt = [...req.tokens];
@@ -55,14 +57,14 @@ export class FakeContext implements NativeContext {
       if (this.script.failAfter !== undefined && i >= this.script.failAfter) throw new Error('decode failed: ggml says no\nsecond line');
       const token = 1000 + i;
       generated.push(token);
-      onToken({
-        piece: pieces[i % pieces.length]!,
-        eog: false,
-        metrics: {
-          tokenIndex: i, tokenId: token, wallMs: 10, computeMs: 8, ioMs: 2, stallMs: 0, mgmtMs: 0, readBytes: 100, expertHits: 1, expertMisses: 1,
-          cacheResidentBytes: 0, prefetchIssued: 0, prefetchUseful: 0, aheadRouted: 0, aheadCorrect: 0, aheadRead: 0, aheadWastedBytes: 0, majorFaults: 0, minorFaults: 0, cpuMs: 10, rssBytes: 1000,
-        },
-      });
+      const metrics: Record<(typeof NATIVE_TOKEN_VALUES)[number], number> = {
+        tokenIndex: i, tokenId: token, wallMs: 10, computeMs: 8, ioMs: 2, stallMs: 0, mgmtMs: 0, readBytes: 100, expertHits: 1, expertMisses: 1,
+        cacheResidentBytes: 0, prefetchIssued: 0, prefetchUseful: 0, aheadRouted: 0, aheadCorrect: 0, aheadRead: 0, aheadWastedBytes: 0,
+        overlapped: 0, aheadOn: 0, majorFaults: 0, minorFaults: 0, cpuMs: 10, rssBytes: 1000,
+      };
+      // As the addon calls it: the numbers in NATIVE_TOKEN_VALUES order, in one reused array.
+      NATIVE_TOKEN_VALUES.forEach((k, j) => (this.values[j] = metrics[k]));
+      onToken(pieces[i % pieces.length]!, false, this.values, undefined);
     }
     this.cached = [...prompt, ...generated];
     return { stopReason: 'length', promptTokens: prompt.length, promptTokensReused: reused, promptMs: 1, generatedTokens: req.maxTokens };

@@ -242,6 +242,7 @@ Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
     if (seq_busy[(size_t) req.seq]) {
         throw Napi::Error::New(env, "a generation is already running on sequence " + std::to_string(req.seq) + " of this context");
     }
+    if (token_values_js.IsEmpty()) token_values_js = Napi::Persistent(Napi::Float64Array::New(env, token_value_count));
     auto * job = new generate_job(env);
     job->owner = this;
     job->g.req = std::move(req);
@@ -251,7 +252,11 @@ Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
             std::unique_ptr<token_event> own(e);
             if (!job->js_error.empty()) return;
             try {
-                cb.Call({ token_event_to_js(env, *e) });
+                // onToken(piece, eog, values, extras): the record's numbers in the context's one
+                // array (filled here, on the JS thread, right before the call that reads them).
+                Napi::Float64Array values = job->owner->token_values_js.Value();
+                token_values(*e, values.Data());
+                cb.Call({ token_piece_to_js(env, *e), Napi::Boolean::New(env, e->is_eog), values, token_extras_to_js(env, *e) });
             } catch (const Napi::Error & err) {
                 job->js_error = err.Message();
                 job->g.abort.store(true);

@@ -43,6 +43,8 @@ struct context_wrap : public Napi::ObjectWrap<context_wrap> {
     std::vector<generate_job *>  jobs;
     std::vector<bool>            seq_busy;
     int32_t                      ops_pending = 0;
+    // onToken's `values`: one array, filled for each token just before its call (JS reads it then).
+    Napi::Reference<Napi::Float64Array> token_values_js;
 
     // Shared with the decode thread, under `mu`.
     std::mutex                   mu;

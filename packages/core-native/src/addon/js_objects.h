@@ -18,19 +18,6 @@
 
 namespace bmoe {
 
-// The per-token record under the metrics schema's names, expanded from the field lists of
-// token_metrics.h (memAvailableBytes is read in JS). Every value is a JS number.
-inline Napi::Object token_metrics_to_js(Napi::Env env, int32_t token_index, int32_t token_id, const token_metrics & m) {
-    Napi::Object mo = Napi::Object::New(env);
-#define BMOE_SET_ID_FIELD(type, snake, camel) mo.Set(#camel, static_cast<double>(snake));
-    BMOE_TOKEN_ID_FIELDS(BMOE_SET_ID_FIELD)
-#undef BMOE_SET_ID_FIELD
-#define BMOE_SET_METRIC(type, snake, camel) mo.Set(#camel, static_cast<double>(m.snake));
-    BMOE_TOKEN_METRICS(BMOE_SET_METRIC)
-#undef BMOE_SET_METRIC
-    return mo;
-}
-
 // Natively a typed array written through Data() is already the JS one; emnapi (wasm) needs a
 // sync step, which the wasm addon passes instead of this.
 struct no_sync {
@@ -53,15 +40,40 @@ inline Napi::Array token_probs_top_to_js(Napi::Env env, const token_probs & p, S
     return top;
 }
 
-// NativeTokenEvent: { piece, eog, metrics, logits?, logprob?, topLogprobs? }.
+// How many numbers a token's `values` holds (NATIVE_TOKEN_VALUES in binding/contract.ts).
+#define BMOE_COUNT_FIELD(type, snake, camel) +1
+inline constexpr size_t token_value_count = 0 BMOE_TOKEN_ID_FIELDS(BMOE_COUNT_FIELD) BMOE_TOKEN_METRICS(BMOE_COUNT_FIELD);
+#undef BMOE_COUNT_FIELD
+
+// A token's numbers for onToken's `values`, in the order of the field lists (the id fields, then
+// the metrics), the order binding/contract.ts's NATIVE_TOKEN_VALUES is generated in. The JS side
+// builds the record from them in one object literal: the addon no longer sets ~25 keys per token.
+inline void token_values(const token_event & ev, double * out) {
+    const int32_t token_index = ev.index;
+    const int32_t token_id    = ev.token;
+    const token_metrics & m   = ev.metrics;
+    size_t i = 0;
+#define BMOE_PUT_ID_FIELD(type, snake, camel) out[i++] = static_cast<double>(snake);
+    BMOE_TOKEN_ID_FIELDS(BMOE_PUT_ID_FIELD)
+#undef BMOE_PUT_ID_FIELD
+#define BMOE_PUT_METRIC(type, snake, camel) out[i++] = static_cast<double>(m.snake);
+    BMOE_TOKEN_METRICS(BMOE_PUT_METRIC)
+#undef BMOE_PUT_METRIC
+}
+
+// The token's bytes (may be a partial UTF-8 sequence).
 template <class Sync = no_sync>
-inline Napi::Object token_event_to_js(Napi::Env env, const token_event & ev, Sync sync = {}) {
-    Napi::Object o = Napi::Object::New(env);
+inline Napi::Uint8Array token_piece_to_js(Napi::Env env, const token_event & ev, Sync sync = {}) {
     Napi::Uint8Array piece = Napi::Uint8Array::New(env, ev.piece.size());
     std::copy(ev.piece.begin(), ev.piece.end(), piece.Data());
-    o.Set("piece", sync(env, piece));
-    o.Set("eog", ev.is_eog);
-    o.Set("metrics", token_metrics_to_js(env, ev.index, ev.token, ev.metrics));
+    return sync(env, piece);
+}
+
+// NativeTokenExtras, or undefined when the request asked for none: { logits?, logprob?, topLogprobs? }.
+template <class Sync = no_sync>
+inline Napi::Value token_extras_to_js(Napi::Env env, const token_event & ev, Sync sync = {}) {
+    if (ev.logits.empty() && !ev.has_probs) return env.Undefined();
+    Napi::Object o = Napi::Object::New(env);
     if (!ev.logits.empty()) {
         Napi::Float32Array lg = Napi::Float32Array::New(env, ev.logits.size());
         std::copy(ev.logits.begin(), ev.logits.end(), lg.Data());

@@ -115,9 +115,14 @@ class context_wrap : public Napi::ObjectWrap<context_wrap> {
         if (!req.sampling.grammar.gbnf.empty()) return rejected(env, "generate: grammars need the native addon (the wasm32-wasi build has no grammar support)");
         generation g;
         g.req      = std::move(req);
+        // onToken(piece, eog, values, extras), as the native addon calls it; `values` is one
+        // array for the generation, filled before each call.
+        Napi::Float64Array values = Napi::Float64Array::New(env, token_value_count);
         g.on_token = [&](token_event && ev) {
             if (js_failed) return;
-            on_token.Call({ token_event_to_js(env, ev, emnapi_sync{}) });
+            token_values(ev, values.Data());
+            on_token.Call({ token_piece_to_js(env, ev, emnapi_sync{}), Napi::Boolean::New(env, ev.is_eog), synced(env, values),
+                            token_extras_to_js(env, ev, emnapi_sync{}) });
             if (env.IsExceptionPending()) {
                 js_failed = true;
                 g.abort.store(true);
