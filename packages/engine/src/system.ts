@@ -46,8 +46,8 @@ const MEM_AVAILABLE_KEY = Buffer.from('\nMemAvailable:', 'latin1');
 
 /**
  * MemAvailable from the bytes of /proc/meminfo, found and parsed in place: the per-token read
- * makes no string of the ~1.5 KB file and builds no regular expression (that was most of the
- * read's JS-thread time, measured on the 3-layer preset).
+ * makes no string of the ~1.5 KB file and builds no regular expression (the read took ~10 µs in
+ * a tight loop on this VM, ~5 µs of it the string and the expression).
  */
 export function memAvailableIn(buf: Buffer, length: number): number | null {
   const at = buf.subarray(0, length).indexOf(MEM_AVAILABLE_KEY);
