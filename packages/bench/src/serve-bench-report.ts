@@ -113,8 +113,8 @@ const middle = (xs: readonly number[]): number | null => {
 
 /**
  * One client through `bmoe serve` against `bmoe run`, interleaved, measured alike: the medians of
- * the requests' rates and of the runs' (1000 / p50 time between tokens as each consumer receives
- * them: SSE chunks at the server's client, `--json` token lines at the run's reader); the ratio
+ * the requests' rates and of the runs' (tokens per second from the first to the last token as each
+ * consumer receives them: SSE chunks at the server's client, `--json` lines at the run's reader); the ratio
  * column is serve ÷ run. A second row sets the served rate against the run's decodes alone (its
  * `generation:` median, the gaps between decodes not counted).
  */
@@ -128,7 +128,7 @@ export function runReferenceRow(r: ServeBenchResult): ReportRow[] {
   const serve = served === null ? `—${fail}` : `serve ${served.toFixed(1)} tok/s`;
   return [
     {
-      row: '(b) 1 client, interleaved with `bmoe run`: tokens as received, medians of 1000 / p50 gap (serve: SSE chunks; run: `--json` lines); ratio = serve ÷ run',
+      row: '(b) 1 client, interleaved with `bmoe run`: tokens as received, medians of tok/s from first to last token (serve: SSE chunks; run: `--json` lines); ratio = serve ÷ run',
       bmoe: serve,
       llama: delivered === null ? `—${fail}` : `bmoe run ${delivered.toFixed(1)} tok/s`,
       ratio: ratio(served, delivered),

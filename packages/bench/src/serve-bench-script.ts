@@ -149,10 +149,14 @@ export function gaps(times: readonly number[]): number[] {
   return times.slice(1).map((t, i) => t - times[i]!);
 }
 
-/** Appends 1000 / the p50 gap between the times (tokens per second as received), when there is one. */
+/**
+ * Appends a stream's rate as received, tokens per second from its first token to its last (the
+ * gaps after the first over their span): robust to tokens that arrive together in one read, whose
+ * gaps of 0 make a p50 of 0 on a fast model. Nothing when there is no span.
+ */
 export function pushReceivedRate(rates: number[], times: readonly number[]): void {
-  const p50 = gapStats(gaps(times)).p50Ms;
-  if (p50 > 0) rates.push(1000 / p50);
+  const span = times.length < 2 ? 0 : times.at(-1)! - times[0]!;
+  if (span > 0) rates.push(((times.length - 1) * 1000) / span);
 }
 
 export interface GapStats {

@@ -171,8 +171,8 @@ export interface ServeBenchResult {
    */
   load?: LoadRows[];
   /**
-   * Row (b)'s reference (runReference below), tok/s: 1000 / p50 time between tokens as received
-   * (the server's SSE chunks; the run's `--json` lines: `delivered`), the runs' median decode rates.
+   * Row (b)'s reference (runReference below), tok/s: each stream's rate from first to last token as
+   * received (the server's SSE chunks; the run's `--json` lines: `delivered`), the runs' decode medians.
    */
   runReference?: { flags: string[]; servedTokensPerSecond: number[]; deliveredTokensPerSecond: number[]; medianTokensPerSecond: number[]; error: string | null };
   resume?: SidePair<ResumeRun>;

@@ -14,6 +14,7 @@ import {
   gapStats,
   loadPrompt,
   PROBE_WORDS,
+  pushReceivedRate,
   splitSse,
   wordsFor,
 } from '../src/serve-bench-script.js';
@@ -83,6 +84,18 @@ describe('reading a stream', () => {
     const g = gapStats([4, 1, 3, 2, 5]);
     expect(g).toEqual({ p50Ms: 3, p95Ms: 4.8, n: 5 });
     expect(gapStats([])).toEqual({ p50Ms: 0, p95Ms: 0, n: 0 });
+  });
+
+  it('takes a stream\'s rate as received from its first token to its last, tokens read together included', () => {
+    const rates: number[] = [];
+    // Four tokens, three of them in one read (gaps 0, 0, 10: a p50 of 0): 3 tokens after the first in 10 ms.
+    pushReceivedRate(rates, [10, 10, 10, 20]);
+    pushReceivedRate(rates, [0, 5, 10, 15, 20]);
+    // No span, no rate.
+    pushReceivedRate(rates, [7]);
+    pushReceivedRate(rates, [7, 7]);
+    pushReceivedRate(rates, []);
+    expect(rates).toEqual([300, 200]);
   });
 });
 
