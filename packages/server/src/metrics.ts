@@ -1,7 +1,7 @@
 // /metrics: one prom-client registry per server (two servers in one process do not mix counts),
 // holding exactly the metrics of the shared schema's PROMETHEUS_METRICS table: the engine's
 // per-token counters and gauges, the prompt counters, and the server's queue/request/latency ones.
-import { PROMETHEUS_METRICS, RUN_METRIC, type GenerationResult, type TokenMetrics } from '@bmoe/engine';
+import { PROMETHEUS_METRICS, PROMETHEUS_TOKEN_METRICS, RUN_METRIC, type GenerationResult, type TokenMetrics } from '@bmoe/engine';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** How a generation request ended, as the `outcome` label of `bmoe_requests_total`. */
@@ -11,14 +11,6 @@ export type RequestOutcome = 'completed' | 'disconnected' | 'rejected' | 'failed
 export type Endpoint = '/v1/chat/completions' | '/v1/completions' | '/v1/messages' | '/v1/responses';
 
 type AnyMetric = Counter<string> | Gauge<string> | Histogram<string>;
-
-/**
- * The metrics one token moves, as prometheusUpdates (@bmoe/engine) names them: counters add the
- * field (scaled), gauges take its last value; a null field leaves its metric as it was.
- */
-const TOKEN_FIELDS = PROMETHEUS_METRICS.flatMap((m) =>
-  m.field === null || m.type === 'histogram' ? [] : [{ name: m.name, field: m.field, scale: m.scale, counter: m.type === 'counter' }],
-);
 
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -44,29 +36,29 @@ export class ServerMetrics {
    */
   token(rec: TokenMetrics): void {
     this.pendingTokens++;
-    const fields = TOKEN_FIELDS;
+    const fields = PROMETHEUS_TOKEN_METRICS;
     for (let i = 0; i < fields.length; i++) {
       const f = fields[i]!;
       const v = rec[f.field];
       if (v === null) continue;
-      if (f.counter) this.pending[i]! += v * f.scale;
+      if (f.type === 'counter') this.pending[i]! += v * f.scale;
       else this.pending[i] = v * f.scale;
       this.touched[i] = 1;
     }
   }
 
-  // One slot per per-token metric (TOKEN_FIELDS' order): no object per token, which the garbage
+  // One slot per metric of PROMETHEUS_TOKEN_METRICS, in its order: no object per token, which the garbage
   // collector would then take from the same cores.
   private pendingTokens = 0;
-  private readonly pending = new Float64Array(TOKEN_FIELDS.length);
-  private readonly touched = new Uint8Array(TOKEN_FIELDS.length);
+  private readonly pending = new Float64Array(PROMETHEUS_TOKEN_METRICS.length);
+  private readonly touched = new Uint8Array(PROMETHEUS_TOKEN_METRICS.length);
 
   private flush(): void {
     if (this.pendingTokens > 0) this.counter(RUN_METRIC.generatedTokens).inc(this.pendingTokens);
     this.pendingTokens = 0;
-    for (let i = 0; i < TOKEN_FIELDS.length; i++) {
+    for (let i = 0; i < PROMETHEUS_TOKEN_METRICS.length; i++) {
       if (!this.touched[i]) continue;
-      const f = TOKEN_FIELDS[i]!;
+      const f = PROMETHEUS_TOKEN_METRICS[i]!;
       const metric = this.byName.get(f.name);
       if (metric instanceof Counter) metric.inc(this.pending[i]!);
       else if (metric instanceof Gauge) metric.set(this.pending[i]!);

@@ -110,6 +110,19 @@ export const PROMETHEUS_METRICS: readonly PrometheusMetric[] = [
   ...COLUMNS.flatMap((c) => (c.kind === 'id' ? [] : [fromColumn({ ...c, kind: c.kind })])),
 ];
 
+/** A metric one token moves: a counter adds `field × scale`, a gauge takes it. */
+export interface PrometheusTokenMetric {
+  readonly name: string;
+  readonly type: 'counter' | 'gauge';
+  readonly field: keyof TokenMetrics;
+  readonly scale: number;
+}
+
+/** The metrics of PROMETHEUS_METRICS a token moves (besides `bmoe_generated_tokens_total`), in its order. */
+export const PROMETHEUS_TOKEN_METRICS: readonly PrometheusTokenMetric[] = PROMETHEUS_METRICS.flatMap((m) =>
+  m.field === null || m.type === 'histogram' ? [] : [{ name: m.name, type: m.type, field: m.field, scale: m.scale }],
+);
+
 /**
  * One token's contribution: counters are increments to add, gauges are values to set.
  * Gauges whose value is unknown (null) are left out. Includes `bmoe_generated_tokens_total` +1.
@@ -118,8 +131,7 @@ export function prometheusUpdates(rec: TokenMetrics): Array<{ name: string; type
   const out: Array<{ name: string; type: 'counter' | 'gauge'; value: number }> = [
     { name: RUN_METRIC.generatedTokens, type: 'counter', value: 1 },
   ];
-  for (const m of PROMETHEUS_METRICS) {
-    if (m.field === null || m.type === 'histogram') continue;
+  for (const m of PROMETHEUS_TOKEN_METRICS) {
     const v = rec[m.field];
     if (v === null) continue;
     out.push({ name: m.name, type: m.type, value: v * m.scale });
