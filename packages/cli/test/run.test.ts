@@ -1,7 +1,7 @@
 // `bmoe run` end to end on the tiny-qwen3moe fixture, and greedy identity with llama.cpp's own
 // llama-completion built from the same source. Skipped while the native addon or llama-completion
 // is not built — a failure under CI (tooling/test-utils.mjs).
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CSV_COLUMNS, parseGenerationLine, parseMetricsCsv } from '@bmoe/engine/metrics';
@@ -18,6 +18,8 @@ const PROMPT = 'The quick brown fox';
 describe.runIf(nativeAvailable)('bmoe run (native)', () => {
   let dir: string;
   let model: string;
+  const doneText = (stdout: string): string | undefined =>
+    lines(stdout).map((l) => JSON.parse(l) as { type: string; text?: string }).find((e) => e.type === 'done')?.text;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'bmoe-cli-run-'));
@@ -107,6 +109,41 @@ describe.runIf(nativeAvailable)('bmoe run (native)', () => {
     expect(done?.text).toBe(expected);
   });
 
+  it.runIf(llamaCompletion)('-f FILE and -f - (standard input) give the text of llama-completion -f FILE: the file whole, one trailing newline dropped', async () => {
+    const file = join(dir, 'prompt.txt');
+    const prompt = 'First line of the prompt.\n\nA second paragraph, then a newline the reader drops\n';
+    await writeFile(file, prompt);
+    const expected = await runLlamaCompletion({ model, prompt: 'ignored: -f comes later', nPredict: 24, threads: 2, extraArgs: ['-f', file] });
+    const fromFile = await runCli(['run', model, '-f', file, '-n', '24', '-t', '2', '--json']);
+    expect(fromFile.code).toBe(0);
+    expect(expected.length).toBeGreaterThan(0);
+    expect(doneText(fromFile.stdout)).toBe(expected);
+    const fromStdin = await runCli(['run', model, '-f', '-', '-n', '24', '-t', '2', '--json'], { input: prompt });
+    expect(fromStdin.code).toBe(0);
+    expect(doneText(fromStdin.stdout)).toBe(expected);
+    // The newline dropped is the only one: -p with the text minus it is the same run.
+    const fromFlag = await runCli(['run', model, '-p', prompt.slice(0, -1), '-n', '24', '-t', '2', '--json']);
+    expect(doneText(fromFlag.stdout)).toBe(expected);
+  });
+
+  it('-f with a missing, unreadable or non-UTF-8 file, or beside -p, is one usage line, exit 2', async () => {
+    const binary = join(dir, 'binary.txt');
+    await writeFile(binary, Buffer.from([0x48, 0x69, 0xff, 0xfe, 0x00]));
+    const cases: [string[], RegExp][] = [
+      [['-f', join(dir, 'absent.txt')], /cannot read .*absent\.txt \(ENOENT\)/],
+      [['-f', dir], /cannot read .* \(EISDIR\)/],
+      [['-f', binary], /binary\.txt is not UTF-8 text/],
+      [['-f', binary, '-p', PROMPT], /cannot be used with|is not UTF-8/],
+      [['-p', PROMPT, '-f', join(dir, 'prompt.txt')], /option '-f, --file <file>' cannot be used with option '-p, --prompt <text>'/],
+    ];
+    for (const [flags, message] of cases) {
+      const r = await runCli(['run', model, ...flags]);
+      expect(r.code).toBe(2);
+      expect(lines(r.stderr)).toHaveLength(1);
+      expect(r.stderr).toMatch(message);
+    }
+  });
+
   it.runIf(llamaCompletion)('--n-expert-used 2 equals llama-completion with the same kv override (and changes the text)', async () => {
     const textOf = async (extra: string[]): Promise<string | undefined> => {
       const r = await runCli(['run', model, '-p', PROMPT, '-n', '32', '-t', '2', '--json', ...extra]);
@@ -126,8 +163,6 @@ describe.runIf(nativeAvailable)('bmoe run (native)', () => {
   });
 
   const SCHEMA = { type: 'object', properties: { answer: { enum: ['yes', 'no'] }, n: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['answer', 'n'], additionalProperties: false };
-  const doneText = (stdout: string): string | undefined =>
-    lines(stdout).map((l) => JSON.parse(l) as { type: string; text?: string }).find((e) => e.type === 'done')?.text;
 
   it('--grammar and --json-schema constrain the output; bad values are one usage line, exit 2', async () => {
     const g = await runCli(['run', model, '-p', PROMPT, '-n', '8', '-t', '2', '--json', '--grammar', 'root ::= "yes" | "no"']);

@@ -49,7 +49,7 @@ describe('bmoe usage', () => {
     [['run', 'm.gguf', '-p', 'x', '--no-overlap'], /--no-overlap requires --moe-stream/],
     [['run', 'm.gguf', '-p', 'x', '--no-route-ahead'], /--no-route-ahead requires --moe-stream/],
     [['run', 'm.gguf', '-p', 'x', '--moe-stream', '--cache-mb', '100', '--cache-ceil-mb', '50'], /--cache-ceil-mb applies only to --cache-mb auto/],
-    [['run', 'm.gguf'], /required option '-p, --prompt <text>' not specified/],
+    [['run', 'm.gguf'], /required option '-p, --prompt <text>' or '-f, --file <file>' not specified/],
     [['run', '-p', 'x'], /missing required argument 'model'/],
     [['info'], /missing required argument 'model'/],
     [['make-model', '--out', 'x.gguf'], /needs --preset and --out/],

@@ -1,14 +1,17 @@
 // `bmoe run MODEL -p PROMPT -n N ...`: flags a llama.cpp user knows (-p, -n, -t, -c, --temp,
 // --top-k, --top-p, --seed, --min-p, the penalties, --context-shift) plus the spec's streaming flags, mapped onto @bmoe/engine options.
 // `--image FILE` (repeatable) asks about pictures as llama-mtmd-cli does: one user message through
-// the chat template, the images first and then the prompt.
-import type { Command } from 'commander';
+// the chat template, the images first and then the prompt. `-f FILE` reads the prompt from a file
+// (`-`: standard input), one trailing newline dropped, as llama-completion -f.
+import { readFileSync } from 'node:fs';
+import { InvalidArgumentError, type Command } from 'commander';
 import { usageError, type CliContext } from '../context.js';
 import { addConstraintOptions, constraintOptions, type ConstraintFlags } from '../constraint-flags.js';
 import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, modelCommand, prepareGeneration, SAMPLING_KEYS, tableOption, type ModelFlags } from '../model-options.js';
 
 interface RunFlags extends ModelFlags, ConstraintFlags {
-  prompt: string;
+  prompt?: string;
+  file?: string;
   image?: string[];
   chat?: boolean;
   chatml?: boolean;
@@ -18,13 +21,39 @@ interface RunFlags extends ModelFlags, ConstraintFlags {
   promptCache?: string;
 }
 
+/**
+ * The prompt in `path` (`-`: standard input), as llama-completion -f reads it: the whole file,
+ * one trailing newline dropped. Not UTF-8 text, or unreadable: a usage error naming the file.
+ */
+export function readPromptFile(path: string): string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path === '-' ? 0 : path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new InvalidArgumentError(`cannot read ${path === '-' ? 'standard input' : path} (${code})`);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new InvalidArgumentError(`${path === '-' ? 'standard input' : path} is not UTF-8 text`);
+  }
+  return text.endsWith('\n') ? text.slice(0, -1) : text;
+}
+
 /** `--image a.png --image b.jpg` → ['a.png', 'b.jpg']. */
 const addImage = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
 /** The `bmoe run` command: its flags in help (and README) order, the engine's from the option table. */
 export function runCommand(program: Command): Command {
   const run = modelCommand(program, 'run', 'generate text from a GGUF model (raw prompt by default, like llama-completion -no-cnv; with --image, one chat message, like llama-mtmd-cli)')
-    .addOption(cliOption('-p, --prompt <text>', 'prompt text', 'required').makeOptionMandatory())
+    .addOption(cliOption('-p, --prompt <text>', 'prompt text', 'required: -p or -f'))
+    .addOption(
+      cliOption('-f, --file <file>', "the prompt from a file, '-' = standard input (llama-completion -f: one trailing newline dropped)", 'none', readPromptFile).conflicts(
+        'prompt',
+      ),
+    )
     .addOption(
       cliOption(
         '--image <file>',
@@ -51,6 +80,8 @@ export function runCommand(program: Command): Command {
 export function registerRun(program: Command, ctx: CliContext): void {
   runCommand(program).action(async function (this: Command, model: string, flags: RunFlags) {
     // The settings rule: streaming or resident, cache, lanes, threads (the flags given win).
+    const prompt = flags.prompt ?? flags.file;
+    if (prompt === undefined) usageError(this, "required option '-p, --prompt <text>' or '-f, --file <file>' not specified");
     const images = flags.image ?? [];
     if (images.length > 0 && flags.mmproj === 'none') usageError(this, '--image needs the model\'s projector, and --mmproj none loads none');
     // Said at once, not after a pull or a load: a missing file, or one that is not an image.
@@ -61,7 +92,7 @@ export function registerRun(program: Command, ctx: CliContext): void {
     const { runGeneration } = await import('../run-loop.js');
     ctx.exitCode = await runGeneration({
       model: path,
-      prompt: flags.prompt,
+      prompt,
       images,
       // --chatml, --no-think and --image imply --chat.
       chat: Boolean(flags.chat || flags.chatml || !flags.think || images.length > 0),
