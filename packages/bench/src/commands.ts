@@ -14,7 +14,7 @@ import { registerServeBench } from './serve-bench-command.js';
 import { registerServeLoad } from './serve-load.js';
 import { registerSoak } from './soak-command.js';
 import { requireOpenmpAddon, runWaiting, waitingReport } from './waiting.js';
-import { ROW_KEYS, runTargets, type RowKey } from './targets.js';
+import { DEFAULT_ROWS, ROW_KEYS, runTargets, type RowKey } from './targets.js';
 import { targetsReport } from './targets-report.js';
 
 export interface BenchCommandOptions {
@@ -143,11 +143,12 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
     // peak-RSS bound read it as MiB), not 0 and not 'auto'.
     .addOption(engineFlag('stream.cacheMb', { help: 'cache of the cached rows, MiB', default: 1000, min: 1, noAuto: true }))
     .option('--drop-caches', 'drop the page cache before every row (root)')
-    .option('--rows <keys>', `rows to run, comma-separated (${ROW_KEYS.join(', ')}); llama: llama-completion at its defaults (repack on, no limit) against repack (bmoe's defaults), peer: llama-completion -nr under the limit`, rowKeys, [...ROW_KEYS])
+    .option('--rows <keys>', `rows to run, comma-separated (${ROW_KEYS.join(', ')}); llama: llama-completion at its defaults (repack on, no limit) against repack (bmoe's defaults), peer: llama-completion -nr under the limit, edge-stream0: BigMoeOnEdge (--edge-cli) with stream0's settings; default: all but edge-stream0`, rowKeys, [...DEFAULT_ROWS])
     .option('--baseline-n <N>', 'tokens for the mmap baseline and peer (llama-completion -nr, limited) rows (default: --n)', int(1))
+    .option('--edge-cli <file>', "BigMoeOnEdge's bmoe-cli for the edge-stream0 row: the peer engine on the same file, cache 0, serial, interleaved with stream0 (default: bmoe-cli on PATH)")
     .option('--rounds <N>', 'interleaved rounds of resident with prebuilt and resident-top1, of repack with llama and all-repack and, when an -auto row is asked for, of its family (stream0*, cached*), each row its median round (other rows run once)', int(1), 3)
     .option('--timeout-min <N>', 'time limit per row, minutes', int(1), 30)
-    .action(async (o: { model: string; memLimit: number; n: number; threads: number; cacheMb: number; ioThreads: number; dropCaches?: boolean; prompt: string; rows: RowKey[]; baselineN?: number; rounds: number; timeoutMin: number }) => {
+    .action(async (o: { model: string; memLimit: number; n: number; threads: number; cacheMb: number; ioThreads: number; dropCaches?: boolean; prompt: string; rows: RowKey[]; baselineN?: number; edgeCli?: string; rounds: number; timeoutMin: number }) => {
       const topts = {
         model: o.model,
         memLimitGiB: o.memLimit,
@@ -159,6 +160,7 @@ function registerTargets(program: Command, bmoe: () => string[]): void {
         prompt: o.prompt,
         rows: o.rows,
         baselineN: o.baselineN,
+        edgeCli: o.edgeCli,
         rounds: o.rounds,
         timeoutMin: o.timeoutMin,
         bmoe: bmoe(),

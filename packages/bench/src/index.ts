@@ -25,6 +25,7 @@ export { foldPressure, readProcessPeakRss, startPressureSampler, type PressureSa
 export { calibrate, calibrationReport, hitError, refineCandidates, SPEC_HIT_POINTS, type CalibrateOptions, type CalibrationPoint, type CalibrationResult } from './calibrate.js';
 export {
   ROW_KEYS,
+  DEFAULT_ROWS,
   ceilingTargets,
   hostPrebuiltTarget,
   medianRound,
@@ -36,7 +37,8 @@ export {
   type RowResult,
   type TargetsOptions,
 } from './targets.js';
-export { llamaTarget, pairedTargets, prebuiltTarget, rooflineRatio, targetsReport, type Target } from './targets-report.js';
+export { edgeTargets, llamaTarget, pairedTargets, prebuiltTarget, rooflineRatio, targetsReport, type Target } from './targets-report.js';
+export { parseEdgeOutput, type EdgeRun } from './edge-output.js';
 export { fullHitRatio } from './full-hit.js';
 export { registerServeLoad, runServeLoad, serveLoadReport, type LatencyStats, type ServeLoadOptions, type ServeLoadResult } from './serve-load.js';
 export { parseDoneEvent, parsePeerRate, type DoneEvent } from './run-output.js';

@@ -3,7 +3,7 @@
 import type { RunSummary } from '@bmoe/engine';
 import { fullHitRatio } from './full-hit.js';
 import { median } from './waiting.js';
-import { runSecondsPerToken, type RowResult, type TargetsOptions, type runTargets } from './targets.js';
+import { runNonIoSecondsPerToken, runSecondsPerToken, type RowResult, type TargetsOptions, type runTargets } from './targets.js';
 
 const MiB = 1024 * 1024;
 
@@ -47,6 +47,29 @@ export function llamaTarget(rows: readonly RowResult[]): Target | undefined {
   const label = `resident decode, bmoe defaults vs llama-completion defaults (median of ${r.length} per-round ratios of llama s/token ÷ bmoe s/token)`;
   return [label, ratio, '≥ 1.0', Number.isFinite(ratio) ? ratio >= 1 : undefined];
 }
+
+/**
+ * bmoe's serial cache-0 row against the peer engine's on the same file and settings (`stream0`
+ * and `edge-stream0`): per round, bmoe ÷ peer of the time outside flash I/O (decode − I/O: the
+ * compute the issue compares, however each engine splits it), goal ≤ 1.0, and of the whole decode
+ * s/token, reported. Medians of the per-round ratios when the rows ran interleaved.
+ */
+export function edgeTargets(rows: readonly RowResult[]): Target[] {
+  const bmoe = rows.find((x) => x.key === 'stream0' && x.ok && x.summary);
+  const edge = rows.find((x) => x.key === 'edge-stream0' && x.ok && x.edge);
+  if (!bmoe || !edge) return [];
+  const per = (a?: number[], b?: number[]): number[] | undefined => (a && b && a.length === b.length && a.length > 0 ? a.map((v, i) => v / (b[i] ?? NaN)) : undefined);
+  const nonIo = per(bmoe.roundNonIoSecondsPerToken, edge.roundNonIoSecondsPerToken) ?? [nonIoOf(bmoe) / nonIoOf(edge)];
+  const decode = per(bmoe.roundSecondsPerToken, edge.roundSecondsPerToken) ?? [runSecondsPerToken(bmoe) / runSecondsPerToken(edge)];
+  const of = (r: number[]): string => (r.length > 1 ? `median of ${r.length} per-round ratios: ${r.map((v) => v.toFixed(3)).join(', ')}` : 'one run each');
+  const m = median(nonIo);
+  return [
+    [`serial cache-0 compute per token (decode − flash I/O), bmoe ÷ BigMoeOnEdge on the same file (${of(nonIo)})`, m, '≤ 1.0', Number.isFinite(m) ? m <= 1 : undefined],
+    [`serial cache-0 decode s/token, bmoe ÷ BigMoeOnEdge (${of(decode)})`, median(decode), 'reported', undefined],
+  ];
+}
+
+const nonIoOf = (r: RowResult): number => runNonIoSecondsPerToken(r) ?? NaN;
 
 /** [label, measured, goal, met] and, optionally, the decimals to print (default 3). */
 export type Target = [string, number | undefined, string, boolean | undefined, number?];
@@ -191,8 +214,8 @@ function roundsLine(rows: readonly RowResult[]): string | undefined {
   return rounds.length > 0 ? `Interleaved rounds, decode s/token (the table shows each row's median round): ${rounds.join('; ')}.` : undefined;
 }
 
-export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: TargetsOptions): string {
-  const { rows, header } = r;
+/** The rows' table: each row's numbers, or its error. */
+function rowsTable(rows: readonly RowResult[]): string[] {
   const out: string[] = [];
   out.push(`| row | tok/s | s/token | compute s | I/O s | stall s | mgmt s | MiB/token | hit % | read MiB/s | peak RSS MiB | load read MiB |`);
   out.push(`|---|---|---|---|---|---|---|---|---|---|---|---|`);
@@ -200,6 +223,11 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
     const s = row.summary;
     if (!row.ok) {
       out.push(`| ${row.name} | ${row.error} | | | | | | | | | | |`);
+      continue;
+    }
+    const e = row.edge;
+    if (!s && e) {
+      out.push(`| ${row.name} | ${f(e.tokensPerSecond)} | ${f(e.secondsPerToken, 4)} | ${f(e.computeSecondsPerToken, 4)} | ${f(e.ioSecondsPerToken, 4)} | | ${f(e.mgmtSecondsPerToken, 4)} | ${f(e.mibPerToken, 1)} | | | | |`);
       continue;
     }
     if (!s) {
@@ -212,6 +240,12 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
         `${f(s.readMiBPerSecond, 0)} | ${f(s.peakRssBytes / MiB, 0)} | ${row.loadReadBytes == null ? '—' : f(row.loadReadBytes / MiB, 0)} |`,
     );
   }
+  return out;
+}
+
+export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: TargetsOptions): string {
+  const { rows, header } = r;
+  const out = rowsTable(rows);
   const by = (prefix: string): RunSummary | undefined => rows.find((x) => x.name.startsWith(prefix))?.summary;
   // By key: the `repack` row (bmoe's defaults, repack on as llama.cpp) and `resident` (--no-repack).
   const resident = rows.find((x) => x.key === 'resident')?.summary;
@@ -233,6 +267,7 @@ export function targetsReport(r: Awaited<ReturnType<typeof runTargets>>, o: Targ
   t.push(...pairedTargets(rows, header.expertsUsed));
   // The prebuilt addon against the native build; bmoe's defaults against llama-completion's.
   for (const x of [prebuiltTarget(rows), llamaTarget(rows)]) if (x) t.push(x);
+  t.push(...edgeTargets(rows));
   for (const row of rows.filter((x) => x.name.startsWith('stream') && x.summary)) {
     const rr = rooflineRatio(row.summary, row.ceilingMiBps ?? NaN);
     const zero = row.name.startsWith('stream cache 0');

@@ -7,12 +7,15 @@
 // between identical runs) and each is summarised by its median round: `resident` with `prebuilt`
 // and `resident-top1` (top-1 routing: gives the expert compute per token), `repack` with `llama`
 // (llama.cpp's llama-completion at its defaults) and `all-repack`, and a streamed family (ROW_FAMILIES) whose `-auto` row (the defaults) is asked for, so the defaults are compared with each forced combination round by round (runGroups).
+// `edge-stream0` is the peer engine, BigMoeOnEdge's `bmoe-cli` (--edge-cli), on the same file with
+// `stream0`'s settings (cache 0, serial), interleaved with `stream0` (edge-output.ts reads its lines).
 import { llamaToolEnv } from './peer-env.js';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspectModel, llamaToolPath, parseMetricsCsv, prebuiltBinary, readCeiling, type ModelHeaderInfo, type PrebuiltBinary, type RunSummary, type TokenMetrics } from '@bmoe/engine';
 import { parseDoneEvent, parsePeerRate } from './run-output.js';
+import { nonIoSecondsPerToken, parseEdgeOutput, type EdgeRun } from './edge-output.js';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type MemoryCgroup } from './cgroup.js';
 import { fullHitRatio } from './full-hit.js';
 import { llamaCompletionArgv } from './llama-completion.js';
@@ -33,8 +36,10 @@ export interface TargetsOptions {
   lanes: number;
   dropCaches: boolean;
   prompt: string;
-  /** Rows to run, by key (see ROW_KEYS). Default: all. */
+  /** Rows to run, by key (see ROW_KEYS). Default: DEFAULT_ROWS. */
   rows?: readonly RowKey[];
+  /** BigMoeOnEdge's `bmoe-cli`, for the `edge-stream0` row (which fails without it). */
+  edgeCli?: string;
   /** Tokens for the mmap baseline and llama-completion rows (hopeless far past RAM). Default: `n`. */
   baselineN?: number;
   /**
@@ -51,19 +56,22 @@ export interface TargetsOptions {
 
 /** Row keys, in run order: `--rows` picks among them (`prebuilt` brings `resident`, its reference, along). */
 export const ROW_KEYS = [
-  'resident', 'resident-top1', 'prebuilt', 'repack', 'llama', 'mmap', 'peer', 'stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto',
+  'resident', 'resident-top1', 'prebuilt', 'repack', 'llama', 'mmap', 'peer', 'stream0', 'edge-stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto',
   'cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'cached-auto', 'prefetch', 'all', 'all-repack',
 ] as const;
 export type RowKey = (typeof ROW_KEYS)[number];
 
+/** The rows run when --rows is not given: every row but `edge-stream0` (the peer engine, asked for by name). */
+export const DEFAULT_ROWS: readonly RowKey[] = ROW_KEYS.filter((k) => k !== 'edge-stream0');
+
 /**
  * The streamed families: the serial row, the forced combinations of overlap and route-ahead, and
- * the defaults (`-auto`: both auto). When a family's `-auto` row is asked for, the family's rows
- * asked for run interleaved for `rounds` rounds, so the defaults meet each forced choice on the
- * same drift.
+ * the defaults (`-auto`: both auto); `edge-stream0`, the peer engine at `stream0`'s settings. When
+ * a family's `-auto` (or `edge-stream0`) row is asked for, the family's rows asked for run
+ * interleaved for `rounds` rounds, so the defaults (the peer) meet each row on the same drift.
  */
 export const ROW_FAMILIES: readonly (readonly RowKey[])[] = [
-  ['stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto'],
+  ['stream0', 'edge-stream0', 'stream0-overlap', 'stream0-ahead', 'stream0-overlap-ahead', 'stream0-auto'],
   ['cached', 'cached-overlap', 'cached-ahead', 'cached-overlap-ahead', 'cached-auto'],
 ];
 
@@ -91,7 +99,7 @@ export function runGroups(keys: readonly RowKey[], rounds: number, prebuilt = tr
     if (taken.has(k)) continue;
     const family = ROW_FAMILIES.find((f) => f.includes(k));
     let members: RowKey[] = [k];
-    if (family?.some((f) => f.endsWith('-auto') && want.includes(f))) members = family.filter((f) => want.includes(f));
+    if (family?.some((f) => (f.endsWith('-auto') || f === 'edge-stream0') && want.includes(f))) members = family.filter((f) => want.includes(f));
     else if (k === 'resident') members = want.filter((x) => x === 'resident' || x === 'resident-top1' || (x === 'prebuilt' && prebuilt));
     else if (k === 'repack') members = want.filter((x) => REPACK_FAMILY.includes(x));
     const interleaved = members.length > 1 || k.endsWith('-auto');
@@ -121,6 +129,8 @@ export interface Row {
   args: string[];
   /** llama.cpp's own tool instead of bmoe. */
   peer?: boolean;
+  /** BigMoeOnEdge's bmoe-cli instead of bmoe (TargetsOptions.edgeCli). */
+  edge?: boolean;
   /** Peer rows: llama-completion's weight repacking (its default, on; off passes -nr). */
   repack?: boolean;
   /** Keep the per-token CSV (for the 100 %-hit comparison). */
@@ -143,12 +153,16 @@ export interface RowResult {
   cgroupPeakBytes?: number | null;
   /** llama-completion's eval rate (peer rows: `peer`, `llama`). */
   peerTokensPerSecond?: number;
+  /** BigMoeOnEdge's numbers (`edge-stream0`). */
+  edge?: EdgeRun;
   /** Per-token records (rows with `csv`). */
   tokens?: TokenMetrics[];
   /** Streamed rows: the disk's read ceiling probed right before the row, MiB/s. */
   ceilingMiBps?: number;
   /** Rows run in interleaved rounds (runGroups): each round's decode s/token (the summary, and ceilingMiBps, are the median round's). */
   roundSecondsPerToken?: number[];
+  /** Streamed rows run in rounds: each round's decode − flash I/O, s/token (edge-output.ts nonIoSecondsPerToken). */
+  roundNonIoSecondsPerToken?: number[];
   /** `all-repack`: each round's 100 %-hit decode rate against the same round's `repack` run. */
   roundFullHitRatios?: number[];
 }
@@ -178,7 +192,7 @@ export function noPrebuiltError(target: string = hostPrebuiltTarget()): string {
  * The rows of `keys`, in run order. `prebuilt` is `resident`'s configuration run by the prebuilt
  * addon `prebuilt` (BMOE_NATIVE_PATH=its file); asking for it runs `resident` too.
  */
-export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, keys: readonly RowKey[] = ROW_KEYS, prebuilt?: PrebuiltBinary | null): Row[] {
+export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, keys: readonly RowKey[] = DEFAULT_ROWS, prebuilt?: PrebuiltBinary | null): Row[] {
   const s = ['--moe-stream', '--io-threads', String(lanes)];
   const serial = ['--no-overlap'];
   const noAhead = ['--no-route-ahead'];
@@ -200,6 +214,8 @@ export function targetRows(cacheMb: number, cacheAllMb: number, lanes: number, k
     // Each streamed row says --overlap / --no-overlap and --route-ahead / --no-route-ahead: the
     // defaults (overlap auto, route-ahead auto) are rows of their own (`-auto`).
     { key: 'stream0', name: `stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, ...noAhead, ...nr] },
+    // The peer engine with the same settings (it repacks nothing, overlaps nothing unless asked).
+    { key: 'edge-stream0', name: `BigMoeOnEdge bmoe-cli, stream cache 0, ${lanes} lanes (limited)`, limited: true, args: [...s, '--cache-mb', '0'], edge: true },
     { key: 'stream0-overlap', name: `stream cache 0, ${lanes} lanes + overlap (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', ...noAhead, ...nr] },
     { key: 'stream0-ahead', name: `stream cache 0, ${lanes} lanes + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', ...serial, '--route-ahead', ...nr] },
     { key: 'stream0-overlap-ahead', name: `stream cache 0, ${lanes} lanes + overlap + route-ahead (limited)`, limited: true, args: [...s, '--cache-mb', '0', '--overlap', '--route-ahead', ...nr] },
@@ -259,7 +275,7 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
   try {
     cg = createMemoryCgroup(o.memLimitGiB * GiB);
     const slice = header.expertSliceBytes.gate ?? header.expertSliceBytes.gate_up ?? 1 << 20;
-    const rows = targetRows(o.cacheMb, cacheAllMb, o.lanes, o.rows, (o.rows ?? ROW_KEYS).includes('prebuilt') ? prebuiltBinary() : null);
+    const rows = targetRows(o.cacheMb, cacheAllMb, o.lanes, o.rows ?? DEFAULT_ROWS, (o.rows ?? DEFAULT_ROWS).includes('prebuilt') ? prebuiltBinary() : null);
     let runs = 0;
     const run: RunOnce = async (row, label) => {
       if (o.dropCaches) dropCaches();
@@ -273,7 +289,7 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
       }
       const res = await runRow(o, row, row.limited ? cg : null, join(csvDir, `run-${runs++}.csv`));
       res.ceilingMiBps = ceilingMiBps;
-      const rate = res.summary ? `${res.summary.tokensPerSecond.toFixed(2)} tok/s, ${res.summary.secondsPerToken.toFixed(4)} s/token` : `${res.peerTokensPerSecond?.toFixed(2)} tok/s`;
+      const rate = `${(1 / runSecondsPerToken(res)).toFixed(2)} tok/s, ${runSecondsPerToken(res).toFixed(4)} s/token`;
       o.log(`  ${res.ok ? rate : res.error}`);
       return res;
     };
@@ -335,9 +351,15 @@ async function runInterleaved(g: RunGroup, rows: readonly Row[], run: RunOnce): 
   return runs;
 }
 
-/** A run's decode s/token: its summary's, or 1 ÷ llama-completion's eval rate (peer rows). */
+/** A run's decode s/token: its summary's, the peer engine's, or 1 ÷ llama-completion's eval rate (peer rows). */
 export function runSecondsPerToken(r: RowResult): number {
-  return r.summary?.secondsPerToken ?? (r.peerTokensPerSecond ? 1 / r.peerTokensPerSecond : NaN);
+  return r.summary?.secondsPerToken ?? r.edge?.secondsPerToken ?? (r.peerTokensPerSecond ? 1 / r.peerTokensPerSecond : NaN);
+}
+
+/** A streamed run's decode − flash I/O, s/token (bmoe's summary or the peer's lines); undefined for a resident or llama.cpp row. */
+export function runNonIoSecondsPerToken(r: RowResult): number | undefined {
+  const s = r.summary?.mibPerToken ? r.summary : r.edge;
+  return s ? nonIoSecondsPerToken(s) : undefined;
 }
 
 /** Each row's median round, carrying every round's decode s/token (or its first failure). */
@@ -346,17 +368,22 @@ function medianRounds(runs: RowResult[][]): RowResult[] {
     const failed = all.find((r) => !r.ok);
     if (failed) return failed;
     const spt = all.map(runSecondsPerToken);
-    return { ...(all[medianRound(spt)] as RowResult), roundSecondsPerToken: spt };
+    const nonIo = all.map(runNonIoSecondsPerToken);
+    const streamed = nonIo.every((v): v is number => v !== undefined);
+    return { ...(all[medianRound(spt)] as RowResult), roundSecondsPerToken: spt, ...(streamed ? { roundNonIoSecondsPerToken: nonIo } : {}) };
   });
 }
 
 /**
- * One row's argv: `bmoe run --json` with the row's flags, or llama-completion (peer rows, `-nr`
+ * One row's argv: `bmoe run --json` with the row's flags, llama-completion (peer rows, `-nr`
  * when the row's repacking is off) — by default the one built from the pinned source, else the one
- * on PATH (if none, the row fails with exit 127 and the other rows still run).
+ * on PATH (if none, the row fails with exit 127 and the other rows still run) — or the peer
+ * engine's `bmoe-cli` (`edge-stream0`: --edge-cli, else the one on PATH).
  */
-export function rowArgv(o: Pick<TargetsOptions, 'model' | 'prompt' | 'n' | 'baselineN' | 'threads' | 'bmoe'>, row: Row, csvPath: string, llamaBinary?: string): string[] {
+export function rowArgv(o: Pick<TargetsOptions, 'model' | 'prompt' | 'n' | 'baselineN' | 'threads' | 'bmoe' | 'edgeCli'>, row: Row, csvPath: string, llamaBinary?: string): string[] {
   const n = row.baseline ? (o.baselineN ?? o.n) : o.n;
+  // Greedy, as bmoe run's default; its own flags otherwise (-m, the spec's --moe-stream family).
+  if (row.edge) return [o.edgeCli ?? 'bmoe-cli', '-m', o.model, '-p', o.prompt, '-n', String(n), '-t', String(o.threads), '--temp', '0', ...row.args];
   if (row.peer) {
     const binary = llamaBinary ?? llamaToolPath('llama-completion') ?? 'llama-completion';
     const env = llamaToolEnv();
@@ -373,6 +400,12 @@ async function runRow(o: TargetsOptions, row: Row, cg: MemoryCgroup | null, csvP
   const res: RowResult = { key: row.key, name: row.name, limited: row.limited, ok: false, cgroupPeakBytes: row.limited ? r.peakBytes : null };
   if (r.oomKilled || r.code !== 0) {
     res.error = r.oomKilled ? 'killed by the OOM killer' : `exit ${r.code ?? r.signal}: ${r.stderr.trim().split('\n').pop() ?? ''}`;
+  } else if (row.edge) {
+    const edge = parseEdgeOutput(r.stdout);
+    if (edge) {
+      res.ok = true;
+      res.edge = edge;
+    } else res.error = "no generation: and moe-stream: lines in BigMoeOnEdge's output";
   } else if (row.peer) {
     const rate = parsePeerRate(r.stderr);
     if (rate !== null) {
