@@ -23,6 +23,8 @@ const HOSTILE: { name: string; body: string; param: string; message: RegExp }[] 
   { name: 'schema pattern with nested repetitions (hang)', body: chat(schemaFormat({ type: 'string', pattern: '^((a{0,1999}){0,1999}){0,1999}$' })), param: 'response_format', message: /^invalid 'response_format': its grammar: nested repetitions/ },
   { name: 'schema enum of 50,000 strings', body: chat(schemaFormat({ enum: Array.from({ length: 50_000 }, (_, i) => `v${i}`) })), param: 'response_format', message: /^invalid 'response_format': an enum of 50000 values exceeds the limit of 1000/ },
   { name: 'schema with 3,000 optional properties (50 s on the JS thread)', body: chat(schemaFormat({ type: 'object', properties: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`p${i}`, { type: 'string' }])) })), param: 'response_format', message: /^invalid 'response_format': an object with 3000 properties exceeds the limit of 200/ },
+  { name: 'grammar needing a NUL character (500: the sampler took a token anyway)', body: chat({ grammar: 'root ::= "a" "\\x00"' }), param: 'grammar', message: /^invalid 'grammar': a NUL character \(\\x00\) can never be generated/ },
+  { name: 'schema pattern of a NUL character (500)', body: chat(schemaFormat({ type: 'string', pattern: '^\\u0000$' })), param: 'response_format', message: /^invalid 'response_format': its grammar: a NUL character/ },
   { name: 'tool parameter minLength > maxLength', body: chat(tools({ type: 'object', properties: { a: { type: 'string', minLength: 9, maxLength: 3 } } })), param: 'tools', message: /^invalid 'tools': function 'f' parameters: minLength 9 is above maxLength 3 \(at \/properties\/a\)$/ },
 ];
 

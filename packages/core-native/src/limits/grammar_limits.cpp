@@ -31,6 +31,45 @@ struct terms {
     }
 };
 
+// The code point of one GBNF character at s[i] (an escape as llama.cpp's parser reads it: \xHH,
+// \uHHHH, \UHHHHHHHH, or a one-character escape), i moved past it. Only whether it is 0 matters.
+uint32_t grammar_char(std::string_view s, size_t & i) {
+    if (s[i] != '\\' || i + 1 >= s.size()) return (uint32_t) (unsigned char) s[i++];
+    const char    kind   = s[i + 1];
+    const size_t  digits = kind == 'x' ? 2 : kind == 'u' ? 4 : kind == 'U' ? 8 : 0;
+    i += 2;
+    if (digits == 0) return (uint32_t) (unsigned char) kind;
+    uint32_t v = 0;
+    for (size_t k = 0; k < digits && i < s.size(); k++, i++) {
+        const char c = s[i];
+        const int  d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return 1;  // not an escape llama.cpp reads: it says so
+        v = v * 16 + (uint32_t) d;
+    }
+    return v;
+}
+
+// Whether a literal's text ("..." without the quotes) or a character class's ([...] without the
+// brackets) can only be met by a NUL character. llama.cpp matches a token's text as a C string, so
+// a grammar element that needs a NUL admits no token at all, and its sampler then takes one anyway
+// and fails ("Unexpected empty grammar stack"). A literal holding a NUL anywhere is such an
+// element; a class is when it is not negated and every character and range in it is only NUL.
+bool needs_nul(std::string_view body, bool is_class) {
+    if (is_class && !body.empty() && body[0] == '^') return false;
+    bool only_nul = is_class && !body.empty();
+    for (size_t i = 0; i < body.size();) {
+        const uint32_t lo = grammar_char(body, i);
+        uint32_t       hi = lo;
+        if (is_class && i + 1 < body.size() && body[i] == '-') {
+            i++;
+            hi = grammar_char(body, i);
+        }
+        if (!is_class && lo == 0) return true;
+        if (is_class && !(lo == 0 && hi == 0)) only_nul = false;
+    }
+    return only_nul;
+}
+
 bool is_name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
@@ -167,11 +206,13 @@ struct scanner {
                 el = std::move(stack.back());
                 stack.pop_back();
                 if (el.constant == 0 && el.refs.empty()) el.constant = 1;
-            } else if (c == '"') {
-                skip_delimited('"');
-                el.constant = 1;
-            } else if (c == '[') {
-                skip_delimited(']');
+            } else if (c == '"' || c == '[') {
+                const size_t start = pos + 1;
+                skip_delimited(c == '"' ? '"' : ']');
+                const size_t end = pos > start && pos <= s.size() && s[pos - 1] == (c == '"' ? '"' : ']') ? pos - 1 : pos;
+                if (needs_nul(s.substr(start, end - start), c == '[')) {
+                    return fail("a NUL character (\\x00) can never be generated: llama.cpp matches a token's text up to its first NUL");
+                }
                 el.constant = 1;
             } else if (c == '<') {
                 skip_delimited('>');

@@ -54,9 +54,29 @@ static void test_recursion_counts_once() {
     CHECK(grammar_check("a ::= b{0,50}\nb ::= a{0,50} | \"x\"\nroot ::= a\n").empty());  // 50 x 50: the cycle counts once
 }
 
+// llama.cpp matches token text up to its first NUL: an element only a NUL can meet admits no token,
+// and its sampler then failed mid-generation ("Unexpected empty grammar stack"; a 500 from serve).
+static void test_nul_only_elements() {
+    const char * why = "a NUL character (\\x00) can never be generated";
+    CHECK(refused("root ::= \"\\x00\"", why));
+    CHECK(refused("root ::= \"a\" \"\\u0000\"", why));
+    CHECK(refused("root ::= \"ab\\U00000000c\"", why));
+    CHECK(refused("root ::= [\\x00]", why));
+    CHECK(refused("root ::= [\\x00-\\x00]", why));
+    CHECK(refused("root ::= \"a\"\nb ::= \"\\x00\"\n", "(line 2)"));
+    CHECK(refused(std::string("root ::= \"a") + '\0' + "\"", why));  // the byte itself
+    // Classes that hold other characters too, negated ones (JSON strings), escaped backslashes.
+    CHECK(grammar_check("root ::= [\\x00-\\x20]").empty());
+    CHECK(grammar_check("root ::= [^\"\\\\\\x7F\\x00-\\x1F]*").empty());
+    CHECK(grammar_check("root ::= [\\x00a]").empty());
+    CHECK(grammar_check("root ::= \"\\\\x00\" \"\\\\u0000\"").empty());  // a backslash, then \"x00\"
+    CHECK(grammar_check("root ::= \"\\x01\\x10\\u0100\"").empty());
+}
+
 int main() {
     test_real_grammars_pass();
     test_bounds();
     test_recursion_counts_once();
+    test_nul_only_elements();
     return check_report("grammar_limits");
 }
