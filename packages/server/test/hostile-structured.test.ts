@@ -25,6 +25,7 @@ const HOSTILE: { name: string; body: string; param: string; message: RegExp }[] 
   { name: 'schema with 3,000 optional properties (50 s on the JS thread)', body: chat(schemaFormat({ type: 'object', properties: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`p${i}`, { type: 'string' }])) })), param: 'response_format', message: /^invalid 'response_format': an object with 3000 properties exceeds the limit of 200/ },
   { name: 'grammar needing a NUL character (500: the sampler took a token anyway)', body: chat({ grammar: 'root ::= "a" "\\x00"' }), param: 'grammar', message: /^invalid 'grammar': a NUL character \(\\x00\) can never be generated/ },
   { name: 'schema pattern of a NUL character (500)', body: chat(schemaFormat({ type: 'string', pattern: '^\\u0000$' })), param: 'response_format', message: /^invalid 'response_format': its grammar: a NUL character/ },
+  { name: "tool parameters whose properties are an array of 10,000 nulls (minutes of work per request, on after the client left)", body: chat(tools({ type: 'object', properties: Array.from({ length: 10_000 }, () => null) })), param: 'tools', message: /^invalid 'tools': function 'f' parameters: properties must be an object of schemas, not array \(at the schema's root\)$/ },
   { name: 'tool parameter minLength > maxLength', body: chat(tools({ type: 'object', properties: { a: { type: 'string', minLength: 9, maxLength: 3 } } })), param: 'tools', message: /^invalid 'tools': function 'f' parameters: minLength 9 is above maxLength 3 \(at \/properties\/a\)$/ },
 ];
 

@@ -1,5 +1,6 @@
 #include "bmoe/limits/schema_limits.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -94,8 +95,57 @@ std::string check_pattern(const json & s, const schema_limits & l, const std::st
     return "";
 }
 
+bool is_schema(const json & v) {
+    return v.is_object() || v.is_boolean();
+}
+
+// The keywords whose value JSON Schema gives one shape. llama.cpp's converter reads any shape:
+// `properties` as an array of 10,000 nulls became 10,000 properties named "0", "1", … past the
+// limit on an object's properties (the array's nulls are no nodes either), minutes of work per
+// request that went on after the client left. A schema that breaks them is no schema: refused.
+std::string check_shapes(const json & s, const std::string & path) {
+    for (const char * key : { "properties", "patternProperties", "$defs", "definitions", "dependentSchemas" }) {
+        if (!s.contains(key)) continue;
+        const json & v = s.at(key);
+        if (!v.is_object()) return std::string(key) + " must be an object of schemas, not " + v.type_name() + at(path);
+        for (auto it = v.begin(); it != v.end(); ++it) {
+            if (!is_schema(it.value())) return std::string(key) + " must map names to schemas (objects or true/false)" + at(path + "/" + key + "/" + pointer_token(it.key()));
+        }
+    }
+    for (const char * key : { "anyOf", "oneOf", "allOf", "prefixItems" }) {
+        if (!s.contains(key)) continue;
+        const json & v = s.at(key);
+        if (!v.is_array()) return std::string(key) + " must be an array of schemas, not " + v.type_name() + at(path);
+        for (size_t i = 0; i < v.size(); i++) {
+            if (!is_schema(v[i])) return std::string(key) + " must hold schemas (objects or true/false)" + at(path + "/" + key + "/" + std::to_string(i));
+        }
+    }
+    for (const char * key : { "items", "additionalProperties", "additionalItems", "not", "contains", "propertyNames", "if", "then", "else" }) {
+        if (!s.contains(key)) continue;
+        const json & v = s.at(key);
+        // `items` as an array of schemas: the tuple form of drafts before 2020-12, which llama.cpp reads.
+        const bool tuple = std::string(key) == "items" && v.is_array() && std::all_of(v.begin(), v.end(), is_schema);
+        if (!is_schema(v) && !tuple) return std::string(key) + " must be a schema (an object or true/false), not " + v.type_name() + at(path);
+    }
+    if (s.contains("required")) {
+        const json & v = s.at("required");
+        if (!v.is_array() || !std::all_of(v.begin(), v.end(), [](const json & x) { return x.is_string(); })) {
+            return "required must be an array of property names" + at(path);
+        }
+    }
+    if (s.contains("enum") && !s.at("enum").is_array()) return std::string("enum must be an array, not ") + s.at("enum").type_name() + at(path);
+    if (s.contains("type")) {
+        const json & v = s.at("type");
+        if (!v.is_string() && !(v.is_array() && std::all_of(v.begin(), v.end(), [](const json & x) { return x.is_string(); }))) {
+            return "type must be a type name or an array of them" + at(path);
+        }
+    }
+    return "";
+}
+
 std::string check_schema(const json & s, const schema_limits & l, const std::string & path) {
-    std::string e;
+    std::string e = check_shapes(s, path);
+    if (!e.empty()) return e;
     if (s.contains("properties") && s.at("properties").is_object() && s.at("properties").size() > l.max_properties) {
         return "an object with " + std::to_string(s.at("properties").size()) + " properties exceeds the limit of " +
                std::to_string(l.max_properties) + at(path);
@@ -123,7 +173,9 @@ bool is_schema_map(const std::string & key) {
     return key == "properties" || key == "patternProperties" || key == "$defs" || key == "definitions" || key == "dependentSchemas";
 }
 bool is_data(const std::string & key) {
-    return key == "enum" || key == "const" || key == "default" || key == "examples" || key == "required";
+    // `example` (OpenAPI) and `x-…` extensions are data too: llama.cpp's converter ignores them.
+    return key == "enum" || key == "const" || key == "default" || key == "examples" || key == "example" || key == "required" ||
+           key.rfind("x-", 0) == 0;
 }
 
 struct visit {

@@ -38,6 +38,27 @@ static void test_real_schemas_pass() {
     CHECK(schema_check(s).empty());
 }
 
+// Keywords with the wrong shape: `properties` as an array of 10,000 nulls went past every bound
+// (minutes of conversion per request, on after the client left).
+static void test_shapes() {
+    json nulls = json::array();
+    for (int i = 0; i < 10000; i++) nulls.push_back(nullptr);
+    CHECK(says(schema_check(json{ { "type", "object" }, { "properties", nulls } }), "properties must be an object of schemas, not array (at the schema's root)"));
+    CHECK(says(schema_check(json::parse(R"({"properties":{"a":null}})")), "properties must map names to schemas (objects or true/false) (at /properties/a)"));
+    CHECK(says(schema_check(json::parse(R"({"anyOf":{"type":"string"}})")), "anyOf must be an array of schemas, not object"));
+    CHECK(says(schema_check(json::parse(R"({"oneOf":[{"type":"string"},3]})")), "oneOf must hold schemas (objects or true/false) (at /oneOf/1)"));
+    CHECK(says(schema_check(json::parse(R"({"type":"array","items":"string"})")), "items must be a schema (an object or true/false), not string"));
+    CHECK(says(schema_check(json::parse(R"({"properties":{"p":{"additionalProperties":1}}})")), "additionalProperties must be a schema (an object or true/false), not number (at /properties/p)"));
+    CHECK(says(schema_check(json::parse(R"({"required":[1,2]})")), "required must be an array of property names"));
+    CHECK(says(schema_check(json::parse(R"({"enum":"a"})")), "enum must be an array, not string"));
+    CHECK(says(schema_check(json::parse(R"({"type":7})")), "type must be a type name or an array of them"));
+    // What real clients send passes: booleans as schemas, the tuple form of items, type arrays,
+    // vendor extensions and OpenAPI examples holding any data.
+    CHECK(schema_check(json::parse(R"({"type":"object","properties":{"a":true,"b":{"type":["string","null"]},
+        "c":{"type":"array","items":[{"type":"string"},{"type":"integer"}],"additionalItems":false}},
+        "additionalProperties":false,"required":[],"x-order":{"properties":[1,2]},"example":{"anyOf":"data"}})")).empty());
+}
+
 static void test_bounds() {
     CHECK(says(schema_check(json::parse(R"({"type":"array","minItems":5,"maxItems":1})")), "minItems 5 is above maxItems 1"));
     CHECK(says(schema_check(json::parse(R"({"properties":{"p":{"type":"string","minLength":9,"maxLength":3}}})")),
@@ -62,6 +83,7 @@ static void test_bounds() {
 int main() {
     test_json_depth();
     test_real_schemas_pass();
+    test_shapes();
     test_bounds();
     return check_report("schema_limits");
 }
