@@ -9,7 +9,7 @@ import { BmoeError, findProjector, inspectModel, loadModel, readDeviceSensors, t
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { ServerCore } from './core.js';
 import { registerCors } from './cors.js';
-import { ApiError, shuttingDown } from './errors.js';
+import { ApiError, messageOf, sendApiError, shuttingDown } from './errors.js';
 import { createRequestGuard, type RequestGuard } from './guard.js';
 import { limitsFor, type RequestLimits } from './limits.js';
 import { ServerMetrics } from './metrics.js';
@@ -128,7 +128,16 @@ class ServerImpl implements BmoeServer, ServerCore {
     });
     // Callers that never await `ready` must not crash on a load failure (it is also on /health).
     this.ready.catch(() => undefined);
-    this.app = Fastify({ logger: opts.logger ?? false, bodyLimit: opts.bodyLimitBytes, return503OnClosing: true });
+    this.app = Fastify({
+      logger: opts.logger ?? false,
+      bodyLimit: opts.bodyLimitBytes,
+      return503OnClosing: true,
+      // A URL fastify cannot route (bad percent-encoding: /v1/models/%E0%A4%A) is refused before
+      // any route's error handler: in OpenAI's error shape too, not fastify's.
+      frameworkErrors: (err, _req, reply) => {
+        void sendApiError(reply, new ApiError(400, 'invalid_request_error', `malformed request: ${messageOf(err)}`, 'invalid_url'));
+      },
+    });
     this.app.setValidatorCompiler(zodValidator);
     // Hooks run in this order: the Host check, CORS (before the key check, so a 401 carries the
     // header too), then the routes' own.

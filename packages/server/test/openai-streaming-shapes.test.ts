@@ -256,6 +256,9 @@ describe.skipIf(!native)('ranges as OpenAI and llama-server take them (tiny qwen
     expect(tooLong).toMatchObject({ status: 400, contentType: expect.stringMatching(/^application\/json/), json: { error: { code: 'context_length_exceeded' } } });
     const unknown = await wire(s.url, '/v1/chat/completion', { messages: user('Hi'), stream: true });
     expect(unknown).toMatchObject({ status: 404, contentType: expect.stringMatching(/^application\/json/), json: { error: { code: 'unknown_url' } } });
+    // A URL fastify cannot decode is refused in the same shape (it was fastify's own, `error` a string).
+    const malformed = await wire(s.url, '/v1/chat/completions%', { messages: user('Hi'), stream: true });
+    expect(malformed).toMatchObject({ status: 400, contentType: expect.stringMatching(/^application\/json/), json: { error: { code: 'invalid_url', type: 'invalid_request_error' } } });
     // The client raises its matching error class, with the status.
     const err = await s.client.chat.completions.create({ model, messages: user('Hi'), stream: true, top_p: 2 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
