@@ -112,9 +112,14 @@ export function runGroups(keys: readonly RowKey[], rounds: number, prebuilt = tr
 /** The rows run interleaved with `repack` (bmoe's defaults) when asked for with it, in this order within a round. */
 const REPACK_FAMILY: readonly RowKey[] = ['repack', 'llama', 'all-repack'];
 
-/** One group's runs in order, as [row key, round] (rounds from 1): round 1 runs each row in turn, then round 2, … */
+/**
+ * One group's runs in order, as [row key, round] (rounds from 1): round 1 runs each row in turn,
+ * round 2 runs them in the reverse order, round 3 as round 1, … (ABBA): no row always runs right
+ * after another, whose reads a virtual disk's host cache may still hold (two streamed runs of the
+ * same prompt read the same experts), or whose heat the CPU still carries.
+ */
 export function groupPlan(g: RunGroup): Array<[RowKey, number]> {
-  return Array.from({ length: g.rounds }, (_, r) => g.keys.map((k): [RowKey, number] => [k, r + 1])).flat();
+  return Array.from({ length: g.rounds }, (_, r) => (r % 2 === 0 ? g.keys : [...g.keys].reverse()).map((k): [RowKey, number] => [k, r + 1])).flat();
 }
 
 /** Every run of `bmoe-bench targets --rows keys --rounds rounds`, in order, as [row key, round] (see runGroups). */

@@ -85,11 +85,11 @@ describe('targets rows', () => {
 });
 
 describe('the run plan', () => {
-  it("interleaves a family's rows asked for, round after round, when its defaults row is asked for", () => {
+  it("interleaves a family's rows asked for, round after round (every other round in reverse), when its defaults row is asked for", () => {
     expect(roundPlan(['stream0-auto', 'mmap', 'stream0', 'stream0-overlap-ahead'], 3)).toEqual([
       ['mmap', 1],
       ['stream0', 1], ['stream0-overlap-ahead', 1], ['stream0-auto', 1],
-      ['stream0', 2], ['stream0-overlap-ahead', 2], ['stream0-auto', 2],
+      ['stream0-auto', 2], ['stream0-overlap-ahead', 2], ['stream0', 2],
       ['stream0', 3], ['stream0-overlap-ahead', 3], ['stream0-auto', 3],
     ]);
     // Without its -auto row a family's rows run once each, as do rows of no family.
@@ -101,10 +101,10 @@ describe('the run plan', () => {
 
   it('keeps the pairs interleaved, and every family on its own', () => {
     expect(roundPlan(['cached-auto', 'all-repack', 'repack', 'prebuilt', 'stream0-ahead', 'stream0-auto', 'cached'], 2)).toEqual([
-      ['resident', 1], ['prebuilt', 1], ['resident', 2], ['prebuilt', 2],
-      ['repack', 1], ['all-repack', 1], ['repack', 2], ['all-repack', 2],
-      ['stream0-ahead', 1], ['stream0-auto', 1], ['stream0-ahead', 2], ['stream0-auto', 2],
-      ['cached', 1], ['cached-auto', 1], ['cached', 2], ['cached-auto', 2],
+      ['resident', 1], ['prebuilt', 1], ['prebuilt', 2], ['resident', 2],
+      ['repack', 1], ['all-repack', 1], ['all-repack', 2], ['repack', 2],
+      ['stream0-ahead', 1], ['stream0-auto', 1], ['stream0-auto', 2], ['stream0-ahead', 2],
+      ['cached', 1], ['cached-auto', 1], ['cached-auto', 2], ['cached', 2],
     ]);
     // No prebuilt addon installed: resident runs once, prebuilt (which then fails) after it.
     expect(roundPlan(['prebuilt'], 3, false)).toEqual([['resident', 1], ['prebuilt', 1]]);
@@ -113,28 +113,28 @@ describe('the run plan', () => {
 
   it('interleaves resident-top1 with resident (and prebuilt) when both are asked for, else runs it once', () => {
     expect(roundPlan(['mmap', 'resident-top1', 'resident'], 3)).toEqual([
-      ['resident', 1], ['resident-top1', 1], ['resident', 2], ['resident-top1', 2], ['resident', 3], ['resident-top1', 3],
+      ['resident', 1], ['resident-top1', 1], ['resident-top1', 2], ['resident', 2], ['resident', 3], ['resident-top1', 3],
       ['mmap', 1],
     ]);
     // `prebuilt` brings resident along: the three alternate, each compared with resident's rounds.
     expect(roundPlan(['prebuilt', 'resident-top1'], 2)).toEqual([
-      ['resident', 1], ['resident-top1', 1], ['prebuilt', 1], ['resident', 2], ['resident-top1', 2], ['prebuilt', 2],
+      ['resident', 1], ['resident-top1', 1], ['prebuilt', 1], ['prebuilt', 2], ['resident-top1', 2], ['resident', 2],
     ]);
     // No prebuilt installed: resident and resident-top1 still alternate; prebuilt fails once after them.
     expect(roundPlan(['prebuilt', 'resident-top1'], 2, false)).toEqual([
-      ['resident', 1], ['resident-top1', 1], ['resident', 2], ['resident-top1', 2], ['prebuilt', 1],
+      ['resident', 1], ['resident-top1', 1], ['resident-top1', 2], ['resident', 2], ['prebuilt', 1],
     ]);
     expect(roundPlan(['resident-top1', 'mmap'], 3)).toEqual([['resident-top1', 1], ['mmap', 1]]);
   });
 
   it('interleaves llama with repack (and all-repack) when asked for with it, else runs it once', () => {
     expect(roundPlan(['peer', 'llama', 'repack'], 3)).toEqual([
-      ['repack', 1], ['llama', 1], ['repack', 2], ['llama', 2], ['repack', 3], ['llama', 3],
+      ['repack', 1], ['llama', 1], ['llama', 2], ['repack', 2], ['repack', 3], ['llama', 3],
       ['peer', 1],
     ]);
     expect(roundPlan(['all-repack', 'llama', 'repack', 'resident'], 2)).toEqual([
       ['resident', 1],
-      ['repack', 1], ['llama', 1], ['all-repack', 1], ['repack', 2], ['llama', 2], ['all-repack', 2],
+      ['repack', 1], ['llama', 1], ['all-repack', 1], ['all-repack', 2], ['llama', 2], ['repack', 2],
     ]);
     // Without repack, llama (and all-repack) run once each.
     expect(roundPlan(['llama', 'all-repack'], 3)).toEqual([['llama', 1], ['all-repack', 1]]);
@@ -515,9 +515,9 @@ describe.runIf(isRoot)('bmoe-bench targets on a split model (root: memory cgroup
     expect(r.status, r.stderr).toBe(0);
     const serial = 'stream cache 0, 2 lanes (limited)';
     const auto = 'stream cache 0, 2 lanes, defaults: overlap auto + route-ahead auto (limited)';
-    // Round 1 runs both rows, then round 2; each run has its ceiling probed right before it.
+    // Round 1 runs both rows, then round 2 in the reverse order; each run has its ceiling probed right before it.
     const runs = r.stderr.split('\n').filter((l) => l.startsWith('round ') || l.startsWith('row: '));
-    expect(runs).toEqual([`round 1/2: ${serial}`, `round 1/2: ${auto}`, `round 2/2: ${serial}`, `round 2/2: ${auto}`]);
+    expect(runs).toEqual([`round 1/2: ${serial}`, `round 1/2: ${auto}`, `round 2/2: ${auto}`, `round 2/2: ${serial}`]);
     expect(r.stderr.match(/read ceiling: \d+ MiB\/s/g)).toHaveLength(4);
     expect(r.stdout).toMatch(new RegExp(`\\| defaults s/token vs serial \\(\`stream0\`, no overlap, no route-ahead, median of 2 per-round ratios\\): ${auto.replace(/[()+]/g, '\\$&')} \\| \\d+\\.\\d+ \\| ≤ 1\\.0 \\| (met|missed) \\|`));
     expect(r.stdout).toContain(`| share of tokens overlapped under auto: ${auto} |`);
@@ -531,7 +531,7 @@ describe.runIf(isRoot)('bmoe-bench targets on a split model (root: memory cgroup
     const resident = 'resident (repack off, no limit)';
     const top1 = 'resident, --n-expert-used 1 (repack off, no limit; measures expert compute)';
     const runs = r.stderr.split('\n').filter((l) => l.startsWith('round ') || l.startsWith('row: '));
-    expect(runs).toEqual([`round 1/2: ${resident}`, `round 1/2: ${top1}`, `round 2/2: ${resident}`, `round 2/2: ${top1}`]);
+    expect(runs).toEqual([`round 1/2: ${resident}`, `round 1/2: ${top1}`, `round 2/2: ${top1}`, `round 2/2: ${resident}`]);
     // The tiny model routes 4 experts per token; on it the difference is timing noise, so only its form is checked.
     expect(r.stdout).toMatch(/\| expert compute per token \(resident − resident top-1\) × K\/\(K−1\), s \(K = 4, median of 2 interleaved rounds\) \| -?\d+\.\d{4} \| reported \|/);
   });
