@@ -64,6 +64,7 @@ const HOSTILE_GRAMMARS: Variant[] = [
   { name: 'undefined rule', field: 'grammar', make: () => grammar('root ::= foo') },
   { name: 'left recursion', field: 'grammar', make: () => grammar('root ::= root "a" | "b"') },
   { name: 'indirect left recursion', field: 'grammar', make: () => grammar('root ::= a\na ::= root "x" | "y"') },
+  { name: 'a NUL character only', field: 'grammar', make: () => grammar('root ::= "a" "\\x00"') },
 ];
 
 const schema = (s: unknown, detail?: string): Made => ({ fields: schemaFormat(s), detail });
@@ -102,6 +103,7 @@ const HOSTILE_TOOLS: Variant[] = [
   { name: 'nested-repetition pattern', field: 'tools', make: () => tool({ type: 'string', pattern: PATTERN }) },
   { name: 'enum of 5,000 values', field: 'tools', make: () => tool({ enum: Array.from({ length: 5000 }, (_, i) => i) }) },
   { name: '300 properties', field: 'tools', make: () => ({ fields: toolsOf(properties(300)) }) },
+  { name: 'properties as an array of 10,000 nulls', field: 'tools', make: () => ({ fields: toolsOf({ type: 'object', properties: Array.from({ length: 10_000 }, () => null) }) }) },
   { name: 'parameters nested too deep', field: 'tools', make: (r) => {
     const levels = pick(r, [65, 4000]);
     return { fields: toolsOf({ type: 'object', properties: { a: DEEP } }), deep: nestedText(levels), detail: `${levels} levels` };
