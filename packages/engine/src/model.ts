@@ -23,6 +23,7 @@ import {
 import { SessionImpl, SharedContext, type Session } from './session.js';
 import { checkMessages, type ChatMessage } from './messages.js';
 import { checkRequest, preparePrompt } from './prompt.js';
+import { PreparedPrompts } from './prepared-prompts.js';
 import { checkProjector, findProjector, readProjector, type ProjectorInfo } from './projector.js';
 import { modelIdentity } from './state-file.js';
 import { refuseWhatWasmCannot } from './wasm-fallback.js';
@@ -276,6 +277,8 @@ class ModelImpl implements Model {
   private closed = false;
   /** Embedding contexts, one per pooling asked for, made on first use. */
   private readonly embedders = new Map<Pooling, NativeContext>();
+  /** What promptTokens prepared, for the generation of the same request that follows. */
+  private readonly prepared = new PreparedPrompts();
 
   constructor(
     private readonly native: NativeModel,
@@ -310,7 +313,9 @@ class ModelImpl implements Model {
     this.ensureOpen();
     const opts = resolveGenerateOptions(options);
     const req = checkRequest(this.native, typeof input === 'string' ? input : checkMessages(input), opts);
-    return Array.from((await preparePrompt(this.native, req)).tokens);
+    const plan = await preparePrompt(this.native, req);
+    this.prepared.keep(req, plan);
+    return Array.from(plan.tokens);
   }
 
   private ensureOpen(): void {
@@ -364,6 +369,7 @@ class ModelImpl implements Model {
         options: opts,
         cacheBudgetMiB: budget,
         identity: this.identity,
+        prepared: this.prepared,
         onClosed: (s) => this.sessions.delete(s),
       });
       this.sessions.add(session);

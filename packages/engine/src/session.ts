@@ -8,6 +8,7 @@ import { resolveGenerateOptions, type GenerateOptions, type ResolvedGenerateOpti
 import { nativeGenerateParams } from './options/native.js';
 import { checkRequest, contextFull, dropOldestTurn, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
 import { checkStateMeta, stateJson, STATE_FORMAT, type StateMeta } from './state-file.js';
+import type { PreparedPrompts } from './prepared-prompts.js';
 
 export interface Session {
   /**
@@ -96,6 +97,8 @@ export interface SessionDeps {
   cacheBudgetMiB: number | null;
   /** What identifies the model in saved states (state-file.ts modelIdentity, computed at load). */
   identity: { model: string; modelName: string };
+  /** Prompts the model prepared ahead (Model.promptTokens): the first one of a request is taken from here. */
+  prepared: PreparedPrompts;
   onClosed(session: SessionImpl): void;
 }
 
@@ -293,7 +296,7 @@ export class SessionImpl implements Session {
   private async fit(req: PromptRequest, dropTurns: boolean): Promise<{ plan: PromptPlan; sent: ChatMessage[] }> {
     const { model, options } = this.deps;
     let sent = messagesOf(req);
-    let plan = await preparePrompt(model, req);
+    let plan = this.deps.prepared.take(req) ?? (await preparePrompt(model, req));
     while (dropTurns && plan.tokens.length >= options.contextSize) {
       const fewer = dropOldestTurn(sent);
       if (!fewer) break;

@@ -138,4 +138,43 @@ describe.runIf(nativeAvailable)('the Qwen3 format on tiny-qwen3moe (native)', ()
     expect(continued.tokens).toEqual(direct.tokens);
     expect(a.history).toEqual([...saved, next, { role: 'assistant', content: continued.message.content }]);
   });
+
+  it("promptTokens' preparation is the one its generation uses (the server's slot choice): templated once, the same tokens and answer", async () => {
+    // The model's native handle, to count its chat layer's calls.
+    const handle = (model as unknown as { native: NativeModel }).native;
+    const prepareChat = handle.prepareChat!.bind(handle);
+    let calls = 0;
+    // The addon's methods are read-only on its prototype: an own property shadows one.
+    Object.defineProperty(handle, 'prepareChat', {
+      configurable: true,
+      value: (req: Parameters<typeof prepareChat>[0]) => {
+        calls++;
+        return prepareChat(req);
+      },
+    });
+    try {
+      const messages: ChatMessage[] = [{ role: 'system', content: 'Be brief. '.repeat(40) }, { role: 'user', content: 'Tell me about the sea.' }];
+      const options: GenerateOptions = { maxTokens: 12, tools: TOOLS };
+      const tokens = await model.promptTokens(messages, options);
+      expect(calls).toBe(1);
+      await using a = model.createSession();
+      const warm = await a.generate(messages, options).result;
+      expect(calls).toBe(1);
+      // Without promptTokens first: prepared by generate itself, the same prompt and answer.
+      await using b = model.createSession();
+      const cold = await b.generate(messages, options).result;
+      expect(calls).toBe(2);
+      expect(warm.promptTokens).toBe(tokens.length);
+      expect(cold.promptTokens).toBe(tokens.length);
+      expect(warm.tokens).toEqual(cold.tokens);
+      // Kept once: a second generation of the request prepares it again; another request is not matched.
+      await a.generate(messages, options).result;
+      expect(calls).toBe(3);
+      await model.promptTokens(messages, options);
+      await a.generate(messages, { ...options, tools: TOOLS.slice(0, 1) }).result;
+      expect(calls).toBe(5);
+    } finally {
+      delete (handle as { prepareChat?: unknown }).prepareChat;
+    }
+  });
 });

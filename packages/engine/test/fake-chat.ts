@@ -5,6 +5,7 @@ import type { NativeChatPlan, NativeChatRequest, NativeChatSyntax, NativeParsedM
 import { resolveLoadOptions } from '../src/options/api.js';
 import { SessionImpl, SharedContext } from '../src/session.js';
 import { FakeContext, FakeModel, type FakeScript } from './fake-native.js';
+import { PreparedPrompts } from '../src/prepared-prompts.js';
 
 /** `text` without a tail that could still become `tag` (what a streaming parse holds back). */
 function holdBack(text: string, tag: string, partial: boolean): string {
@@ -88,6 +89,7 @@ export function fakeChatSession(
     context: new SharedContext(ctx, 1),
     seq: 0,
     identity: { model: 'fake', modelName: 'fake.gguf' },
+    prepared: new PreparedPrompts(),
     options: { ...resolveLoadOptions({ contextSize: opts.contextSize ?? 4096 }), system: opts.system ?? null },
     cacheBudgetMiB: null,
     onClosed: () => undefined,

@@ -16,6 +16,7 @@ import { NATIVE_TOKEN_VALUES } from '@bmoe/core-native';
 import { BmoeError } from '../src/errors.js';
 import { resolveLoadOptions } from '../src/options/api.js';
 import { SessionImpl, SharedContext } from '../src/session.js';
+import { PreparedPrompts } from '../src/prepared-prompts.js';
 
 export const BOS = 1;
 
@@ -152,6 +153,7 @@ export function fakeSession(script: FakeScript = {}, contextSize = 4096): { sess
     context: new SharedContext(ctx, 1),
     seq: 0,
     identity: { model: 'fake', modelName: 'fake.gguf' },
+    prepared: new PreparedPrompts(),
     options: { ...resolveLoadOptions({ contextSize }), system: null },
     cacheBudgetMiB: null,
     onClosed: () => undefined,
