@@ -2,8 +2,8 @@
 // and -j, --json-schema / --json-schema-file. A file that cannot be read or a schema that is not
 // JSON is a one-line usage error naming the flag's value; whether llama.cpp can turn the schema
 // into a grammar is checked by the engine before loading anything else.
-import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
+import { readFileArgument } from './file-argument.js';
 import { cliOption } from './model-options.js';
 
 export interface ConstraintFlags {
@@ -13,14 +13,7 @@ export interface ConstraintFlags {
   jsonSchemaFile?: Record<string, unknown> | boolean;
 }
 
-function readText(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new InvalidArgumentError(`cannot read ${path} (${code})`);
-  }
-}
+const readText = (path: string): string => readFileArgument(path).toString('utf8');
 
 function parseSchema(text: string, where: string): Record<string, unknown> | boolean {
   let v: unknown;

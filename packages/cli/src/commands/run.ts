@@ -3,9 +3,9 @@
 // `--image FILE` (repeatable) asks about pictures as llama-mtmd-cli does: one user message through
 // the chat template, the images first and then the prompt. `-f FILE` reads the prompt from a file
 // (`-`: standard input), one trailing newline dropped, as llama-completion -f.
-import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { usageError, type CliContext } from '../context.js';
+import { readFileArgument } from '../file-argument.js';
 import { addConstraintOptions, constraintOptions, type ConstraintFlags } from '../constraint-flags.js';
 import { addContextOptions, addGenerateOptions, addStreamingOptions, cliOption, modelCommand, prepareGeneration, SAMPLING_KEYS, tableOption, type ModelFlags } from '../model-options.js';
 
@@ -26,13 +26,7 @@ interface RunFlags extends ModelFlags, ConstraintFlags {
  * one trailing newline dropped. Not UTF-8 text, or unreadable: a usage error naming the file.
  */
 export function readPromptFile(path: string): string {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(path === '-' ? 0 : path);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    throw new InvalidArgumentError(`cannot read ${path === '-' ? 'standard input' : path} (${code})`);
-  }
+  const bytes = readFileArgument(path, { stdin: true });
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
