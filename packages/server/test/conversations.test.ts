@@ -103,9 +103,10 @@ describe.runIf(native)('429 only when every slot and the queue are full', () => 
   it('2 slots + 1 waiting are served; the 4th request at that moment gets 429', async () => {
     const ac = new AbortController();
     const long = async (): Promise<void> => {
-      const st = await s.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Write a lot' }], max_tokens: 3000, temperature: 0, stream: true }, { signal: ac.signal });
-      // Holding its slot until aborted below (3000 tokens take seconds even on the tiny model).
+      // Holding its slot until aborted below (3000 tokens take seconds even on the tiny model). The
+      // abort may come before the stream's first event, while the request itself is still pending.
       try {
+        const st = await s.client.chat.completions.create({ model, messages: [{ role: 'user', content: 'Write a lot' }], max_tokens: 3000, temperature: 0, stream: true }, { signal: ac.signal });
         for await (const _ of st) void _;
       } catch {
         // aborted by us
