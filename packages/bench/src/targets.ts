@@ -170,6 +170,8 @@ export interface RowResult {
   roundNonIoSecondsPerToken?: number[];
   /** `all-repack`: each round's 100 %-hit decode rate against the same round's `repack` run. */
   roundFullHitRatios?: number[];
+  /** The zero-miss decodes behind each of those ratios (too few, and one VM stall moves the ratio). */
+  roundFullHitTokens?: number[];
 }
 
 /** The `repack` row's name: bmoe's defaults, repacking as llama.cpp does by default. */
@@ -307,8 +309,8 @@ export async function runTargets(o: TargetsOptions): Promise<{ rows: RowResult[]
         const [repack, allRepack] = [g.keys.indexOf('repack'), g.keys.indexOf('all-repack')];
         if (repack >= 0 && allRepack >= 0) {
           // `all-repack` carries each round's 100 %-hit ratio against the same round's `repack` run.
-          const full = (all[allRepack] ?? []).map((x, i) => fullHitRatio(all[repack]?.[i]?.tokens, x.tokens)?.ratio).filter((v): v is number => v !== undefined);
-          summarised[allRepack] = { ...(summarised[allRepack] as RowResult), roundFullHitRatios: full };
+          const full = (all[allRepack] ?? []).map((x, i) => fullHitRatio(all[repack]?.[i]?.tokens, x.tokens)).filter((v) => v !== undefined);
+          summarised[allRepack] = { ...(summarised[allRepack] as RowResult), roundFullHitRatios: full.map((v) => v.ratio), roundFullHitTokens: full.map((v) => v.tokens) };
         }
         results.push(...summarised);
         continue;

@@ -361,7 +361,7 @@ describe('the defaults against the forced combinations', () => {
     const rows = [
       row('stream0', [0.1, 0.3, 0.2], {}, 'stream cache 0, 4 lanes (limited)'),
       row('stream0-overlap', [0.06, 0.2, 0.12], {}, 'stream cache 0, 4 lanes + overlap (limited)'),
-      row('stream0-auto', [0.09, 0.21, 0.13], { overlappedPercent: 80, aheadOnPercent: 25, aheadAccuracyPercent: 70 }, name),
+      row('stream0-auto', [0.09, 0.21, 0.13], { overlappedPercent: 80, aheadOnPercent: 25, aheadAccuracyPercent: 70, probes: 3, driftProbes: 1 }, name),
     ];
     const t = new Map(pairedTargets(rows).map(([n, v, goal, pass]) => [n, { v, goal, pass }]));
     const vsSerial = t.get(`defaults s/token vs serial (\`stream0\`, no overlap, no route-ahead, median of 3 per-round ratios): ${name}`);
@@ -374,6 +374,8 @@ describe('the defaults against the forced combinations', () => {
     expect(t.get(`share of tokens overlapped under auto: ${name}`)?.v).toBeCloseTo(0.8, 12);
     expect(t.get(`share of tokens with route-ahead on under auto: ${name}`)?.v).toBeCloseTo(0.25, 12);
     expect(t.get(`route-ahead accuracy (predicted / routed experts): ${name}`)?.v).toBeCloseTo(0.7, 12);
+    expect(t.get(`probes auto started (the first, one after every 128 tokens in force, those a drift started): ${name}`)?.v).toBe(3);
+    expect(t.get(`of them started by a drift (the chosen way's decodes 25 % slower than it probed): ${name}`)?.v).toBe(1);
     // The forced overlap row is still measured against serial, now round by round too.
     expect(t.get('overlap s/token vs serial s/token: stream cache 0, 4 lanes + overlap (limited)')?.v).toBeCloseTo(0.6, 12);
     // Slower than serial in most rounds: missed.

@@ -101,17 +101,25 @@ describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, 
       expect(a.timed).toBeGreaterThanOrEqual(FIRST_ROUNDS);
       expect(a.timed).toBeLessThanOrEqual(MAX_PER_ARM);
     }
-    // The probe's decodes are the combinations' counts; after it, one combination.
-    const probeDecodes = probe.reduce((n, a) => n + a.timed, 0);
-    const inProbe = all.slice(1, 1 + probeDecodes);
-    for (const a of probe) expect(inProbe.filter((p) => p === `${Number(a.overlap)},${Number(a.routeAhead)}`).length, all.join(' ')).toBe(a.timed);
-    // Kept: among the combinations timed to the end, the simplest within a tie of the fastest.
+    // Kept: among the combinations timed to the end of the last probe, the simplest within a tie of the fastest.
     const most = Math.max(...probe.map((a) => a.timed));
     const live = probe.filter((a) => a.timed === most);
     const lead = Math.min(...live.map((a) => a.medianMs));
     const kept = live.find((a) => a.medianMs <= lead * TIE)!;
-    expect({ overlap: r.stream!.overlap, routeAhead: r.stream!.routeAhead }).toEqual({ overlap: kept.overlap, routeAhead: kept.routeAhead });
-    expect(new Set(all.slice(1 + probeDecodes)), all.join(' ')).toEqual(new Set([`${Number(kept.overlap)},${Number(kept.routeAhead)}`]));
+    const keptPair = `${Number(kept.overlap)},${Number(kept.routeAhead)}`;
+    // 64 tokens hold no periodic probe (every 128). Drift is judged over at least 500 ms of the
+    // kept way's decodes (stream/decode_choice.h): more than the ≤ 63 left after the probe here
+    // unless this machine runs the tiny model's decodes at over ~9 ms, when one drift probe may come.
+    expect(r.stream!.probes).toBe(1 + r.stream!.driftProbes);
+    expect(r.stream!.driftProbes).toBeLessThanOrEqual(1);
+    if (r.stream!.driftProbes === 0) {
+      expect({ overlap: r.stream!.overlap, routeAhead: r.stream!.routeAhead }).toEqual({ overlap: kept.overlap, routeAhead: kept.routeAhead });
+      // One probe: its decodes are the combinations' counts; after it, one combination.
+      const probeDecodes = probe.reduce((n, a) => n + a.timed, 0);
+      const inProbe = all.slice(1, 1 + probeDecodes);
+      for (const a of probe) expect(inProbe.filter((p) => p === `${Number(a.overlap)},${Number(a.routeAhead)}`).length, all.join(' ')).toBe(a.timed);
+      expect(new Set(all.slice(1 + probeDecodes)), all.join(' ')).toEqual(new Set([keptPair]));
+    }
 
     // The summary and the moe-stream: line say so; the line parses back to the summary's numbers.
     const decodes = r.csv.slice(1);
@@ -121,7 +129,7 @@ describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, 
     expect(r.summary.aheadOnPercent).toBeCloseTo(share((m) => m.aheadOn), 9);
     const line = r.stderr.split('\n').find((l) => l.startsWith('moe-stream:'));
     expect(line).toMatch(
-      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial [\d.]+ ms over \d+, overlap [\d.]+ ms over \d+, route-ahead [\d.]+ ms over \d+, overlap \+ route-ahead [\d.]+ ms over \d+\)$/,
+      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial [\d.]+ ms over \d+, overlap [\d.]+ ms over \d+, route-ahead [\d.]+ ms over \d+, overlap \+ route-ahead [\d.]+ ms over \d+; \d+ probes?, \d+ after a drift\)$/,
     );
     const parsed = parseEndOfRunLines(r.stderr).moeStream!;
     expect(parsed).toMatchObject({
@@ -131,6 +139,8 @@ describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, 
       aheadOnPercent: Number(formatNumber(share((m) => m.aheadOn), 1)),
     });
     expect(parsed.probe).toEqual(probe.map((a) => ({ ...a, medianMs: Number(formatNumber(a.medianMs, 1)) })));
+    expect(parsed).toMatchObject({ probes: r.stream!.probes, driftProbes: r.stream!.driftProbes });
+    expect(r.summary).toMatchObject({ probes: r.stream!.probes, driftProbes: r.stream!.driftProbes });
   }, 300_000);
 
   it('--no-route-ahead: auto compares serial and overlap only, alternating, and never reads ahead', async () => {
@@ -146,7 +156,7 @@ describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, 
     ]);
     expect(r.summary).toMatchObject({ routeAheadMode: 'off', aheadOnPercent: 0 });
     const line = r.stderr.split('\n').find((l) => l.startsWith('moe-stream:'));
-    expect(line).toMatch(/, overlap auto: on for [\d.]+ % of tokens, route-ahead off \(probe: serial [\d.]+ ms over \d+, overlap [\d.]+ ms over \d+\)$/);
+    expect(line).toMatch(/, overlap auto: on for [\d.]+ % of tokens, route-ahead off \(probe: serial [\d.]+ ms over \d+, overlap [\d.]+ ms over \d+; \d+ probes?, \d+ after a drift\)$/);
   }, 300_000);
 
   it('auto gives the resident logits, bit for bit, through the engine too', async () => {
@@ -171,8 +181,8 @@ describe.runIf(native)('overlap and route-ahead on / off / auto (tiny-qwen3moe, 
       expect(r.tokens, what).toEqual(resident.tokens);
       // The prompt's decode too: forced modes have no probe.
       expect(new Set(pairs(r.csv)), what).toEqual(new Set([`${overlapped},${aheadOn}`]));
-      expect(r.stream, what).toMatchObject({ overlapMode, overlap: overlapped === 1, routeAheadMode, routeAhead: aheadOn === 1, probe: [] });
-      expect(r.summary, what).toMatchObject({ overlapMode, overlappedPercent: 100 * overlapped, routeAheadMode, aheadOnPercent: 100 * aheadOn, probe: null });
+      expect(r.stream, what).toMatchObject({ overlapMode, overlap: overlapped === 1, routeAheadMode, routeAhead: aheadOn === 1, probe: [], probes: 0, driftProbes: 0 });
+      expect(r.summary, what).toMatchObject({ overlapMode, overlappedPercent: 100 * overlapped, routeAheadMode, aheadOnPercent: 100 * aheadOn, probe: null, probes: null, driftProbes: null });
       const line = r.stderr.split('\n').find((l) => l.startsWith('moe-stream:'));
       expect(line, what).toMatch(new RegExp(`MiB/s, overlap ${overlapMode}, route-ahead ${routeAheadMode}$`));
       // Serial decodes stall nothing; their reads are the io_ms the decode waited.

@@ -296,6 +296,16 @@ export interface NativeStreamInfo {
    */
   probe: NativeProbeArm[];
   /**
+   * Probes auto started since load: the first, one after every 128 one-token decodes in force, and
+   * those a drift started (0 when neither overlap nor route-ahead is auto).
+   */
+  probes: number;
+  /**
+   * Of `probes`, those started early: the median of the chosen combination's last 8 decodes was 25
+   * % above its probe median, and beyond the noise of both (the disk slowed, a neighbour came).
+   */
+  driftProbes: number;
+  /**
    * A problem the streamer worked around (O_DIRECT refused, auto fell back to no cache); "" when
    * none.
    */

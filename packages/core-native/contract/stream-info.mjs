@@ -34,6 +34,8 @@ export const STREAM_INFO = {
     { key: 'routeAhead', cpp: 'route_ahead', type: 'bool', doc: 'Route-ahead in force now: forced on, or what auto chose at its last probe (as overlap).' },
     { key: 'routeAheadMode', cpp: 'route_ahead_mode', type: 'string', ts: "'on' | 'off' | 'auto'", doc: "What was asked: 'on' (routeAhead: true), 'off' (false) or 'auto' (measured)." },
     { key: 'probe', cpp: 'probe', type: 'list', of: 'PROBE_ARM', doc: 'Every combination auto compares, in probe order (serial, overlap, route-ahead, overlap + route-ahead, those allowed); empty when neither overlap nor route-ahead is auto.' },
+    { key: 'probes', cpp: 'probes', type: 'int32', doc: 'Probes auto started since load: the first, one after every 128 one-token decodes in force, and those a drift started (0 when neither overlap nor route-ahead is auto).' },
+    { key: 'driftProbes', cpp: 'drift_probes', type: 'int32', doc: "Of `probes`, those started early: the median of the chosen combination's last 8 decodes was 25 % above its probe median, and beyond the noise of both (the disk slowed, a neighbour came)." },
     { key: 'warning', cpp: 'warning', type: 'string', doc: 'A problem the streamer worked around (O_DIRECT refused, auto fell back to no cache); "" when none.' },
     { key: 'totalHits', cpp: 'total_hits', type: 'uint64', doc: 'Routed experts found in the cache since load.' },
     { key: 'totalMisses', cpp: 'total_misses', type: 'uint64', doc: 'Routed experts read from the file since load.' },

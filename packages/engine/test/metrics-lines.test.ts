@@ -55,6 +55,14 @@ describe('end-of-run lines', () => {
     expect(formatMoeStreamLine(auto)).toMatch(
       /, overlap auto: on for 92\.0 % of tokens, route-ahead auto: on for 8\.00 % \(probe: serial 88\.1 ms over 3, overlap 90\.2 ms over 3, route-ahead 79\.0 ms over 9, overlap \+ route-ahead 80\.5 ms over 9\)$/,
     );
+    // The probes auto started since load, and those a drift of the chosen way's decodes started early.
+    const counted = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe: PROBE, probes: 3, driftProbes: 1 } });
+    expect(formatMoeStreamLine(counted)).toMatch(/overlap \+ route-ahead 80\.5 ms over 9; 3 probes, 1 after a drift\)$/);
+    expect(parseMoeStreamLine(formatMoeStreamLine(counted))).toMatchObject({ probes: 3, driftProbes: 1 });
+    expect(parseMoeStreamLine(formatMoeStreamLine(auto))).toMatchObject({ probes: null, driftProbes: null });
+    const once = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe: PROBE, probes: 1, driftProbes: 0 } });
+    expect(formatMoeStreamLine(once)).toMatch(/; 1 probe, 0 after a drift\)$/);
+    expect(parseMoeStreamLine(formatMoeStreamLine(once))).toMatchObject({ probes: 1, driftProbes: 0 });
     const unprobed = summarize(records, { decode: { overlapMode: 'auto', routeAheadMode: 'auto', probe: PROBE.map((a) => ({ ...a, medianMs: 0 })) } });
     expect(formatMoeStreamLine(unprobed)).toMatch(/\(probe: serial n\/a ms, overlap n\/a ms, route-ahead n\/a ms, overlap \+ route-ahead n\/a ms\)$/);
     // One auto: its share says "of tokens", the probe names the forced one too.

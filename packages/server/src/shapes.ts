@@ -56,7 +56,7 @@ export function choicesSummary(results: readonly GenerationResult[], primed: Gen
     results.flatMap((r) => r.metrics),
     { promptTokens: sum((s) => s.promptTokens), promptTokensCached: sum((s) => s.promptTokensCached ?? 0), promptMs: sum((s) => s.promptMs), cacheBudgetMiB: last.cacheBudgetMiB },
   );
-  return { ...all, overlapMode: last.overlapMode, routeAheadMode: last.routeAheadMode, probe: last.probe };
+  return { ...all, overlapMode: last.overlapMode, routeAheadMode: last.routeAheadMode, probe: last.probe, probes: last.probes, driftProbes: last.driftProbes };
 }
 
 /**

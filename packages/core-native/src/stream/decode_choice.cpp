@@ -43,6 +43,7 @@ decode_choice::decode_choice(mode_setting overlap, mode_setting ahead, int32_t p
     }
     choice      = arm_list.front().mode;
     probing_now = arm_list.size() > 1;
+    probes_started = probing_now ? 1 : 0;
 }
 
 decode_mode decode_choice::next() {
@@ -54,14 +55,11 @@ decode_mode decode_choice::next() {
 void decode_choice::record(decode_mode m, bool one_token, double wall_ms) {
     if (arm_list.size() < 2 || !one_token) return;
     if (!probing_now) {
-        if (++since_probe >= reprobe_every) {
-            probing_now = true;
-            since_probe = 0;
-            turn        = 0;
-            for (auto & a : arm_list) {
-                a.samples.clear();
-                a.live = true;
-            }
+        const bool drift = m == choice && !drift_spent && drifted(wall_ms);
+        if (++since_probe >= reprobe_every || drift) {
+            drift_started += drift;
+            drift_spent = drift;
+            start_probe();
         }
         return;
     }
@@ -76,6 +74,31 @@ void decode_choice::record(decode_mode m, bool one_token, double wall_ms) {
         if (a.live && a.samples.size() != n) return;
     }
     finish_round();
+}
+
+void decode_choice::start_probe() {
+    probing_now = true;
+    since_probe = 0;
+    turn        = 0;
+    probes_started++;
+    recent.clear();
+    for (auto & a : arm_list) {
+        a.samples.clear();
+        a.live = true;
+    }
+}
+
+bool decode_choice::drifted(double wall_ms) {
+    if (ref_ms <= 0) return false;
+    const size_t window = std::max(drift_window, (size_t) std::ceil(drift_window_ms / ref_ms));
+    if (window >= (size_t) reprobe_every) return false;  // the periodic probe comes first
+    recent.push_back(wall_ms);
+    if (recent.size() > window) recent.erase(recent.begin());
+    if (recent.size() < window) return false;
+    const double now   = median(recent);
+    const double err   = median_error(recent, now);
+    const double noise = 2.0 * std::sqrt(err * err + ref_err * ref_err);
+    return now - ref_ms > std::max(ref_ms * (drift_ratio - 1), noise);
 }
 
 void decode_choice::finish_round() {
@@ -127,11 +150,14 @@ void decode_choice::finish_probe() {
     // The simplest live arm within a tie of the fastest (arm_list is simplest first).
     for (const auto & a : arm_list) {
         if (a.live && a.median_ms <= lead * tie_ratio) {
-            choice = a.mode;
+            choice  = a.mode;
+            ref_ms  = a.median_ms;
+            ref_err = a.error_ms;
             break;
         }
     }
     probing_now = false;
+    recent.clear();
 }
 
 }  // namespace bmoe

@@ -250,6 +250,8 @@ stream_info streamer::info() const {
     if (modes.arms().size() > 1) {
         for (const auto & a : modes.arms()) i.probe.push_back({ a.mode.overlap, a.mode.ahead, a.median_ms, a.timed });
     }
+    i.probes            = modes.probes();
+    i.drift_probes      = modes.drift_probes();
     i.warning           = warning;
     i.total_hits        = total_hits;
     i.total_misses      = total_misses;

@@ -144,6 +144,68 @@ static void test_prompt_decodes_are_not_timed_and_reprobe_happens() {
     CHECK(c.chosen() == SERIAL);          // the machine changed: overlap now loses
 }
 
+// The chosen way slows down (the disk's speed halved, a neighbour came): a probe starts within a
+// window of its decodes, long before reprobe_every, and chooses again.
+static void test_a_slowdown_of_the_chosen_way_probes_again_early() {
+    decode_choice c(mode_setting::automatic, mode_setting::off, 4, 1000);
+    run(c, 8, [](decode_mode m) { return m.overlap ? 50.0 : 100.0; });
+    CHECK(c.chosen() == OVERLAP && !c.probing() && c.probes() == 1);
+    run(c, 20, [](decode_mode m) { return m.overlap ? 50.0 + (m.ahead ? 0 : 3.0) : 100.0; }); // steady: no probe
+    CHECK(!c.probing() && c.drift_probes() == 0);
+    int in_force = 0;
+    while (!c.probing() && in_force < 100) {
+        const decode_mode m = c.next();
+        c.record(m, true, m.overlap ? 150.0 : 100.0);
+        in_force++;
+    }
+    // The window is 10 decodes (8, and 500 ms of them at 50 ms): a probe once most of it is slow.
+    CHECK(c.probing() && in_force == 6);
+    CHECK(c.drift_probes() == 1 && c.probes() == 2);
+    run(c, 8, [](decode_mode m) { return m.overlap ? 150.0 : 100.0; });
+    CHECK(c.chosen() == SERIAL && !c.probing());
+}
+
+// What must not start a probe: decodes that get faster (the cache warming), one slow token, the
+// noise the probe saw; and a slowdown of every way starts one probe, not one per window.
+static void test_speedups_outliers_and_noise_keep_the_choice() {
+    decode_choice c(mode_setting::automatic, mode_setting::off, 4, 1000);
+    int k = 0;
+    run(c, 8, [&](decode_mode m) { return m.overlap ? (k++ % 2 ? 45.0 : 55.0) : 100.0; });
+    CHECK(c.chosen() == OVERLAP && !c.probing());
+    run(c, 40, [](decode_mode m) { return m.overlap ? 20.0 : 100.0; }); // faster
+    run(c, 40, [&](decode_mode m) { return m.overlap ? (k++ % 8 == 0 ? 500.0 : 50.0) : 100.0; }); // one slow token in 8
+    run(c, 40, [&](decode_mode m) { return m.overlap ? 40.0 + (k++ % 5) * 5.0 : 100.0; }); // 40 … 60, median 50
+    CHECK(!c.probing() && c.drift_probes() == 0 && c.probes() == 1);
+    run(c, 100, [](decode_mode m) { return m.overlap ? 100.0 : 200.0; }); // everything 2x slower
+    CHECK(c.drift_probes() == 1 && c.probes() == 2 && c.chosen() == OVERLAP && !c.probing());
+}
+
+// A probe biased against the way it keeps (its decodes in force always 50 % slower than probed):
+// one drift probe, then the choice holds until the periodic probe, which may drift once more.
+static void test_one_drift_probe_between_periodic_ones() {
+    decode_choice c(mode_setting::automatic, mode_setting::off, 4, 100);
+    bool probing = true;
+    int  decodes = 0;
+    for (; decodes < 190; decodes++) {
+        const decode_mode m = c.next();
+        probing = c.probing();
+        c.record(m, true, m.overlap ? (probing ? 50.0 : 75.0) : 100.0);
+    }
+    CHECK(c.drift_probes() == 2);   // once after the first probe, once after the periodic one
+    CHECK(c.probes() == 4);         // the first, a drift, the periodic one (100 decodes in force), a drift
+    CHECK(c.chosen() == OVERLAP);
+}
+
+// Decodes of a few ms: 500 ms of them outnumber the periodic probe's 128, so no drift probe (a
+// stall of this VM is tens of ms: many such decodes at once).
+static void test_short_decodes_wait_for_the_periodic_probe() {
+    decode_choice c(mode_setting::automatic, mode_setting::off, 4, 128);
+    run(c, 8, [](decode_mode m) { return m.overlap ? 3.0 : 6.0; });
+    CHECK(c.chosen() == OVERLAP && !c.probing());
+    run(c, 100, [](decode_mode m) { return m.overlap ? 12.0 : 6.0; });
+    CHECK(!c.probing() && c.drift_probes() == 0);
+}
+
 int main() {
     test_forced_modes_never_probe();
     test_probe_visits_every_arm_in_turn_drops_the_clearly_slower_then_keeps_the_fastest();
@@ -153,5 +215,9 @@ int main() {
     test_noise_the_longer_probe_sees_through();
     test_median_ignores_one_outlier();
     test_prompt_decodes_are_not_timed_and_reprobe_happens();
+    test_a_slowdown_of_the_chosen_way_probes_again_early();
+    test_speedups_outliers_and_noise_keep_the_choice();
+    test_one_drift_probe_between_periodic_ones();
+    test_short_decodes_wait_for_the_periodic_probe();
     return check_report("decode_choice");
 }

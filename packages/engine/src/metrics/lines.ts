@@ -6,7 +6,7 @@
 //     where each MODE is `on`, `off` or (measured) `auto: on for P %` (the first one followed by
 //     ` of tokens`), then, when either is auto, what auto compared, e.g.
 //     `, overlap auto: on for 6.3 % of tokens, route-ahead auto: on for 93.7 % (probe: serial 88.1 ms over 3,
-//     overlap 90.2 ms, route-ahead 79.0 ms, overlap + route-ahead 80.5 ms)`; absent when unknown
+//     overlap 90.2 ms, route-ahead 79.0 ms, overlap + route-ahead 80.5 ms; 3 probes, 1 after a drift)`; absent when unknown
 //     (lines written before route-ahead had modes end after the overlap part)
 //   moe-cache: hit H % (h hits, m misses), resident X MiB of Y MiB budget
 //   moe-prefetch: issued N, useful U (P %)
@@ -66,7 +66,8 @@ function decodeWords(s: MoeStreamLine): string {
     ofTokens = '';
     return words;
   };
-  const probe = s.probe === null ? '' : ` (probe: ${s.probe.map((a) => `${armName(a)} ${ms(a.medianMs)} ms${a.timed === null ? '' : ` over ${a.timed}`}`).join(', ')})`;
+  const counts = s.probes === null || s.driftProbes === null ? '' : `; ${s.probes} probe${s.probes === 1 ? '' : 's'}, ${s.driftProbes} after a drift`;
+  const probe = s.probe === null ? '' : ` (probe: ${s.probe.map((a) => `${armName(a)} ${ms(a.medianMs)} ms${a.timed === null ? '' : ` over ${a.timed}`}`).join(', ')}${counts})`;
   return part('overlap', s.overlapMode, s.overlappedPercent) + part('route-ahead', s.routeAheadMode, s.aheadOnPercent) + probe;
 }
 
@@ -78,6 +79,8 @@ function streamLineValues(s: MoeStreamLine): MoeStreamLine {
     overlappedPercent: s.overlapMode === 'auto' ? s.overlappedPercent : null,
     aheadOnPercent: s.routeAheadMode === 'auto' ? s.aheadOnPercent : null,
     probe: anyAuto ? s.probe : null,
+    probes: anyAuto && s.probe !== null ? s.probes : null,
+    driftProbes: anyAuto && s.probe !== null ? s.driftProbes : null,
   };
 }
 
@@ -154,7 +157,8 @@ const STREAM_RE = new RegExp(
     // Logs written before overlap had modes end here, before route-ahead had modes after the overlap part.
     String.raw`(?:, overlap (on|off|auto)(?:: on for ${NUM} %(?: of tokens)?)?)?` +
     String.raw`(?:, route-ahead (on|off|auto)(?:: on for ${NUM} %(?: of tokens)?)?)?` +
-    String.raw`(?: \(probe: (${ARM}(?:, ${ARM})*)\))?`,
+    // Logs before auto counted its probes end the probe list without them.
+    String.raw`(?: \(probe: (${ARM}(?:, ${ARM})*)(?:; ${INT} probes?, ${INT} after a drift)?\))?`,
 );
 const ARM_RE = new RegExp(String.raw`(serial|overlap \+ route-ahead|overlap|route-ahead) ${NUM} ms(?: over ${INT})?`, 'g');
 const CACHE_RE = new RegExp(
@@ -180,6 +184,8 @@ const STREAM_KEYS = [
   'routeAheadMode',
   'aheadOnPercent',
   'probe',
+  'probes',
+  'driftProbes',
 ] as const;
 const CACHE_KEYS = ['hitPercent', 'expertHits', 'expertMisses', 'residentMiB', 'cacheBudgetMiB'] as const;
 const PREFETCH_KEYS = ['prefetchIssued', 'prefetchUseful', 'prefetchUsefulPercent'] as const;
@@ -230,6 +236,8 @@ export function parseMoeStreamLine(line: string): MoeStreamLine | null {
     routeAheadMode: (m[10] as MoeStreamLine['routeAheadMode'] | undefined) ?? null,
     aheadOnPercent: val(m[11]),
     probe: m[12] === undefined ? null : parseProbe(m[12]),
+    probes: m[13] === undefined ? null : Number(m[13]),
+    driftProbes: m[14] === undefined ? null : Number(m[14]),
   };
 }
 

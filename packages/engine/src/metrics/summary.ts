@@ -89,6 +89,14 @@ export const runSummarySchema = z.strictObject({
    * null when neither is auto (or unknown).
    */
   probe: z.array(z.strictObject({ overlap: z.boolean(), routeAhead: z.boolean(), medianMs: nullableNum, timed: z.number().int().nonnegative().nullable() })).nullable(),
+  /**
+   * Probes auto started since the model was loaded (the first, one after every 128 decodes in
+   * force, and those a drift started), and of those the ones a drift started early (the chosen
+   * combination's last 8 decodes 25 % slower than its probe median, beyond the noise); null when
+   * neither is auto or unknown (an older log).
+   */
+  probes: z.number().int().nonnegative().nullable(),
+  driftProbes: z.number().int().nonnegative().nullable(),
   peakRssBytes: z.number().int().nonnegative(),
   /** Lowest MemAvailable seen; null when it was never readable. */
   memAvailableFloorBytes: z.number().int().nonnegative().nullable(),
@@ -104,6 +112,9 @@ export interface DecodeState {
   routeAheadMode: 'on' | 'off' | 'auto';
   /** auto: every combination compared, with its median in the current or last probe (ms per one-token decode; 0 before the first round ended) and the decodes behind it. */
   probe: readonly { overlap: boolean; routeAhead: boolean; medianMs: number; timed: number }[];
+  /** Probes started since load, and those a drift started early (NativeStreamInfo's fields). Default unknown. */
+  probes?: number;
+  driftProbes?: number;
 }
 
 /** What the per-token records cannot tell: the prompt phase, the configured budget, the overlap and route-ahead settings. */
@@ -121,13 +132,16 @@ export interface SummaryExtra {
 }
 
 /** The modes and, when either is auto, the combinations it compared (a median of 0: not measured yet → null). */
-function decodeFields(d: DecodeState | null | undefined): Pick<RunSummary, 'overlapMode' | 'routeAheadMode' | 'probe'> {
-  if (!d) return { overlapMode: null, routeAheadMode: null, probe: null };
+function decodeFields(d: DecodeState | null | undefined): Pick<RunSummary, 'overlapMode' | 'routeAheadMode' | 'probe' | 'probes' | 'driftProbes'> {
+  if (!d) return { overlapMode: null, routeAheadMode: null, probe: null, probes: null, driftProbes: null };
   const auto = d.overlapMode === 'auto' || d.routeAheadMode === 'auto';
+  const counted = auto && d.probes !== undefined && d.driftProbes !== undefined;
   return {
     overlapMode: d.overlapMode,
     routeAheadMode: d.routeAheadMode,
     probe: auto && d.probe.length > 0 ? d.probe.map((a) => ({ overlap: a.overlap, routeAhead: a.routeAhead, medianMs: a.medianMs > 0 ? a.medianMs : null, timed: a.medianMs > 0 ? a.timed : null })) : null,
+    probes: counted ? (d.probes ?? null) : null,
+    driftProbes: counted ? (d.driftProbes ?? null) : null,
   };
 }
 

@@ -22,6 +22,8 @@
     X(bool,                   route_ahead,       routeAhead)      \
     X(std::string,            route_ahead_mode,  routeAheadMode)  \
     X(std::vector<probe_arm>, probe,             probe)           \
+    X(int32_t,                probes,            probes)          \
+    X(int32_t,                drift_probes,      driftProbes)     \
     X(std::string,            warning,           warning)         \
     X(uint64_t,               total_hits,        totalHits)       \
     X(uint64_t,               total_misses,      totalMisses)

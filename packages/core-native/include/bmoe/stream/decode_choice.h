@@ -11,7 +11,10 @@
 // combinations a few percent apart: the probe drops a combination as soon as it is clearly slower
 // (saving the tokens it would cost), goes on sampling while the fastest two stay within a few
 // percent (up to `max_per_arm`), and between near-equals keeps the simpler. It asks again every
-// `reprobe_every` tokens, because the cache warms and the machine changes.
+// `reprobe_every` tokens, because the cache warms and the machine changes, and at once when the
+// chosen combination's own decodes drift well above what the probe measured for it (the disk's
+// speed on this VM moves by 2x between minutes; a probe that chose in a fast spell would otherwise
+// keep its choice through a slow one for up to `reprobe_every` tokens).
 // Pure: unit-tested (test/cpp/test_decode_choice.cpp).
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +43,16 @@ struct decode_choice {
     static constexpr double clear_ratio = 1.05;
     // ...and an arm this close to the fastest counts as a tie, which the simpler arm wins.
     static constexpr double tie_ratio = 1.02;
+    // In force, the median of the chosen combination's last decodes is compared with its probe
+    // median: this much above it, and beyond the noise of the two, starts a probe now. The window
+    // is `drift_window` decodes and at least `drift_window_ms` of them at the probe's speed (a
+    // stall of this VM lasts tens of ms: eight 3 ms decodes of a tiny model are inside one). Only a
+    // slowdown (decodes that get faster, the cache warming, keep the choice), and once between two
+    // periodic probes: a machine that stays slow, or a probe biased against the way it keeps,
+    // costs one extra probe per `reprobe_every` tokens, not one per window.
+    static constexpr double drift_ratio     = 1.25;
+    static constexpr size_t drift_window    = 8;
+    static constexpr double drift_window_ms = 500;
 
     // The mode of the next decode (call once per decode, before it).
     decode_mode next();
@@ -51,6 +64,9 @@ struct decode_choice {
     // probe ended).
     decode_mode chosen() const { return choice; }
     bool        probing() const { return probing_now; }
+    // Probes started since construction (the first included), and those a drift started early.
+    int32_t probes() const { return probes_started; }
+    int32_t drift_probes() const { return drift_started; }
 
     // The combinations auto compares (one when both are forced), simplest first: a tie keeps the
     // earlier one, so overlap and route-ahead are used only when measured faster.
@@ -68,6 +84,8 @@ struct decode_choice {
     std::vector<arm> arm_list;
     void finish_round();
     void finish_probe();
+    void start_probe();
+    bool drifted(double wall_ms);
 
     int32_t          probe_per_arm;
     int32_t          reprobe_every;
@@ -76,6 +94,13 @@ struct decode_choice {
     decode_mode      choice;
     size_t           turn        = 0;  // the arm the next probe decode belongs to (a live one)
     int32_t          since_probe = 0;  // timed decodes since the last probe ended
+    int32_t          probes_started = 0;
+    int32_t          drift_started  = 0;
+    // The chosen arm's median and its error at the probe that chose it, and its decodes since.
+    double              ref_ms  = 0;
+    double              ref_err = 0;
+    std::vector<double> recent;
+    bool                drift_spent = false;  // a drift started a probe since the last periodic one
 };
 
 }  // namespace bmoe
