@@ -46,6 +46,7 @@ export const NATIVE_PARAMS = {
   model: {
     useMmap: { type: 'bool', default: true },
     repack: { type: 'bool', default: true },
+    hugePages: { type: 'bool', default: true },
   },
   stream: {
     cacheMb: { type: 'uint64', default: 0, min: 0, max: 16777216, auto: true },
@@ -192,6 +193,14 @@ export interface NativeModelFields {
    * true.
    */
   repack?: boolean;
+  /**
+   * Advise transparent huge pages (madvise MADV_HUGEPAGE) for the weights a resident load copies
+   * into anonymous memory (repacked layouts; every weight without mmap), before they are filled:
+   * fewer TLB misses per token. Nothing where THP is off (`never`), for the file mapping (the page
+   * cache gives it large folios itself), or for a streamed model. llama.cpp does not ask for them.
+   * Default true.
+   */
+  hugePages?: boolean;
 }
 
 /**
@@ -211,8 +220,8 @@ export interface NativeStreamParams {
   /**
    * true forces overlapped reads (needs patch 0002: see buildInfo().overlapSupported), false forces
    * serial; 'auto' or absent: measured together with routeAhead (stream/decode_choice.h), the
-   * fastest combination kept and measured again every 128 tokens. Without patch 0002, auto is
-   * serial. Default 'auto'.
+   * fastest combination kept and measured again every 128 tokens, or once early when the kept one's
+   * decodes drift 25 % slower. Without patch 0002, auto is serial. Default 'auto'.
    */
   overlap?: boolean | 'auto';
   /** Read ahead the N most popular experts of the next layer; 0 = off. Default 0. */

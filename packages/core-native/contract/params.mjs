@@ -74,6 +74,7 @@ export const PARAMS = {
     fields: [
       { key: 'useMmap', cpp: 'use_mmap', type: 'bool', default: true, doc: 'Map the file (llama.cpp `use_mmap`).' },
       { key: 'repack', cpp: 'repack', type: 'bool', default: true, doc: "Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off). No-op where the CPU has no repacked layout for a type (and in the wasm32-wasi build)." },
+      { key: 'hugePages', cpp: 'huge_pages', type: 'bool', default: true, doc: "Advise transparent huge pages (madvise MADV_HUGEPAGE) for the weights a resident load copies into anonymous memory (repacked layouts; every weight without mmap), before they are filled: fewer TLB misses per token. Nothing where THP is off (`never`), for the file mapping (the page cache gives it large folios itself), or for a streamed model. llama.cpp does not ask for them." },
     ],
   },
   stream: {
@@ -83,7 +84,7 @@ export const PARAMS = {
       { key: 'cacheMb', cpp: 'cache_mb', type: 'uint64', default: 0, min: 0, max: 2 ** 24, auto: true, required: true, doc: "Expert cache budget in MiB (0 = no cache); 'auto' = what MemAvailable and the memory cgroup leave above `cacheFloorMb`." },
       { key: 'cacheCeilMb', cpp: 'cache_ceil_mb', type: 'uint64', default: 0, min: 0, max: 2 ** 24, doc: "Ceiling for cacheMb 'auto', in MiB; 0 = none." },
       { key: 'ioThreads', cpp: 'io_threads', type: 'int32', default: 4, min: 1, max: 64, doc: 'Parallel read lanes, each with its own descriptor.' },
-      { key: 'overlap', cpp: 'overlap', type: 'tri', default: 'auto', doc: "true forces overlapped reads (needs patch 0002: see buildInfo().overlapSupported), false forces serial; 'auto' or absent: measured together with routeAhead (stream/decode_choice.h), the fastest combination kept and measured again every 128 tokens. Without patch 0002, auto is serial." },
+      { key: 'overlap', cpp: 'overlap', type: 'tri', default: 'auto', doc: "true forces overlapped reads (needs patch 0002: see buildInfo().overlapSupported), false forces serial; 'auto' or absent: measured together with routeAhead (stream/decode_choice.h), the fastest combination kept and measured again every 128 tokens, or once early when the kept one's decodes drift 25 % slower. Without patch 0002, auto is serial." },
       { key: 'prefetch', cpp: 'prefetch', type: 'int32', default: 0, min: 0, max: 64, doc: "Read ahead the N most popular experts of the next layer; 0 = off." },
       { key: 'routeAhead', cpp: 'route_ahead', type: 'tri', default: 'auto', doc: "true forces route-ahead reads, false forbids them; 'auto' or absent: measured with overlap, used only where that combination is faster." },
       { key: 'odirect', cpp: 'odirect', type: 'bool', default: true, doc: 'Read with O_DIRECT (buffered, with one warning, where refused).' },

@@ -85,6 +85,7 @@ add_library(bmoe_runtime STATIC
     src/io/read_ceiling.cpp
     src/sys/proc_stats.cpp
     src/sys/file_maps.cpp
+    src/sys/huge_pages.cpp
     src/sys/meminfo.cpp)
 target_link_libraries(bmoe_runtime PUBLIC llama llama-common bmoe_policy bmoe_limits)
 # Images (runtime/media.cpp): llama.cpp's multimodal library, and stb_image (compiled into it) to
@@ -128,6 +129,9 @@ if (BMOE_DEV_TARGETS)
     add_executable(test_meminfo test/cpp/test_meminfo.cpp src/sys/meminfo.cpp)
     target_include_directories(test_meminfo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include)
     add_test(NAME meminfo COMMAND test_meminfo)
+    add_executable(test_huge_pages test/cpp/test_huge_pages.cpp src/sys/huge_pages.cpp)
+    target_include_directories(test_huge_pages PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include)
+    add_test(NAME huge_pages COMMAND test_huge_pages)
     add_executable(test_route_select test/cpp/test_route_select.cpp)
     target_link_libraries(test_route_select PRIVATE bmoe_policy)
     add_test(NAME route_select COMMAND test_route_select)
@@ -151,6 +155,6 @@ if (BMOE_DEV_TARGETS)
     add_executable(test_reasoning_budget test/cpp/test_reasoning_budget.cpp)
     target_link_libraries(test_reasoning_budget PRIVATE bmoe_policy)
     add_test(NAME reasoning_budget COMMAND test_reasoning_budget)
-    add_custom_target(bmoe_tests ALL DEPENDS test_reasoning_budget test_answer_close test_cache_policy test_cache_budget test_meminfo test_route_select test_decode_choice test_wait_policy
+    add_custom_target(bmoe_tests ALL DEPENDS test_reasoning_budget test_answer_close test_cache_policy test_cache_budget test_meminfo test_huge_pages test_route_select test_decode_choice test_wait_policy
                                              test_grammar_limits test_schema_limits)
 endif()

@@ -147,11 +147,13 @@ describe('native parameter objects', () => {
     expect(nativeModelParams('/m.gguf', load, 'qwen3moe')).toEqual({
       path: '/m.gguf',
       repack: true,
+      hugePages: true,
       useMmap: true,
       kvOverrides: [{ key: 'qwen3moe.expert_used_count', type: 'int', value: 2 }],
       stream: { cacheMb: 'auto', ioThreads: 3, overlap: true, prefetch: 0, routeAhead: 'auto', odirect: true, denseWeights: 'mmap', forceCache: false },
     });
-    expect(nativeModelParams('/m.gguf', resolveLoadOptions({}), 'qwen3moe')).toEqual({ path: '/m.gguf', repack: true, useMmap: true, kvOverrides: [] });
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({}), 'qwen3moe')).toEqual({ path: '/m.gguf', repack: true, hugePages: true, useMmap: true, kvOverrides: [] });
+    expect(nativeModelParams('/m.gguf', resolveLoadOptions({ hugePages: false }), 'qwen3moe')).toMatchObject({ hugePages: false });
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, cacheMb: 'auto', cacheCeilMb: 9 } }), 'x').stream).toMatchObject({ cacheCeilMb: 9 });
     expect(nativeModelParams('/m.gguf', resolveLoadOptions({ stream: { moeStream: true, routeAhead: false } }), 'x').stream).toMatchObject({ routeAhead: false });
     // Overlap and route-ahead unset are 'auto' (the streamer measures), sent as such; true / false force them.
@@ -176,7 +178,7 @@ describe('options as flags', () => {
       ['-t', '4', '-c', '4096', '--moe-stream', '--cache-mb', 'auto', '--cache-ceil-mb', '10', '--io-threads', '4', '--overlap'],
     );
     expect(loadOptionFlags({ stream: { moeStream: true, prefetch: 2, routeAhead: true } })).toEqual(['--moe-stream', '--prefetch', '2', '--route-ahead']);
-    expect(loadOptionFlags({ repack: false, useMmap: false, stream: { moeStream: true, odirect: false, overlap: false } })).toEqual(['--no-repack', '--moe-stream', '--no-overlap', '--no-odirect']);
+    expect(loadOptionFlags({ repack: false, hugePages: false, useMmap: false, stream: { moeStream: true, odirect: false, overlap: false } })).toEqual(['--no-repack', '--no-huge-pages', '--moe-stream', '--no-overlap', '--no-odirect']);
     expect(loadOptionFlags({ stream: { cacheMb: 5 } })).toEqual([]);
   });
 

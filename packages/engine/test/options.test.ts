@@ -21,6 +21,7 @@ describe('load options', () => {
       batchSize: 512,
       ubatchSize: 512,
       repack: true,
+      hugePages: true,
       useMmap: true,
       nExpertUsed: null,
       mmproj: 'auto',

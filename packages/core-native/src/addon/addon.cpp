@@ -71,6 +71,7 @@ Napi::Value load_model(const Napi::CallbackInfo & info) {
     p.path         = r.string(o, "path", "");
     p.use_mmap     = r.boolean(o, contract::model::use_mmap);
     p.repack       = r.boolean(o, contract::model::repack);
+    p.huge_pages   = r.boolean(o, contract::model::huge_pages);
     p.kv_overrides = read_kv_overrides(r, o.Get("kvOverrides"));
     if (o.Get("stream").IsObject()) p.stream = read_stream_config(r, o.Get("stream").As<Napi::Object>());
     throw_if_failed(env, r);

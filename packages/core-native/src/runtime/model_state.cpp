@@ -8,6 +8,7 @@
 #include "bmoe/layout/model_files.h"
 #include "bmoe/stream/streamer.h"
 #include "bmoe/sys/file_maps.h"
+#include "bmoe/sys/huge_pages.h"
 #include "bmoe/vm/expert_memory.h"
 #include "bmoe/vm/file_guard.h"
 
@@ -20,6 +21,32 @@
 #include <stdexcept>
 
 namespace bmoe {
+
+namespace {
+
+// llama.cpp's load progress, and what its first call marks: the load's buffers are allocated
+// and not yet filled, the moment to advise huge pages for them (sys/huge_pages.h).
+struct load_progress {
+    static constexpr size_t huge_min_bytes = (size_t) 4 << 20;
+
+    const std::function<void(float)> * user = nullptr;
+    bool                               huge = false;
+    std::vector<mem_range>             anon_before;
+    bool                               called     = false;
+    size_t                             huge_bytes = 0;
+
+    static bool callback(float progress, void * data) {
+        auto * lp = static_cast<load_progress *>(data);
+        if (!lp->called) {
+            lp->called = true;
+            if (lp->huge) lp->huge_bytes = advise_huge(new_huge_ranges(lp->anon_before, anon_mappings(), huge_min_bytes));
+        }
+        if (lp->user && *lp->user) (*lp->user)(progress);
+        return true;
+    }
+};
+
+}  // namespace
 
 model_state::~model_state() {
     guards.clear(); // unregister before the mappings go away
@@ -89,13 +116,13 @@ std::shared_ptr<model_state> model_state_load(const model_load_params & p) {
 #ifdef BMOE_HAVE_COLD_TENSORS
     if (p.stream.enabled) mp.cold_tensors = contract::expert_tensor_pattern; // loading must not read the experts
 #endif
-    if (p.on_progress) {
-        mp.progress_callback = [](float progress, void * user) {
-            (*static_cast<const std::function<void(float)> *>(user))(progress);
-            return true;
-        };
-        mp.progress_callback_user_data = const_cast<std::function<void(float)> *>(&p.on_progress);
-    }
+    // A streamed model's repacked buffer is touched one expert at a time: no huge pages there.
+    load_progress progress;
+    progress.user = &p.on_progress;
+    progress.huge = p.huge_pages && !p.stream.enabled;
+    if (progress.huge) progress.anon_before = anon_mappings();
+    mp.progress_callback           = load_progress::callback;
+    mp.progress_callback_user_data = &progress;
     std::vector<llama_model_kv_override> kv = p.kv_overrides;
     if (!kv.empty()) {
         kv.emplace_back();

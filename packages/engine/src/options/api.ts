@@ -51,6 +51,13 @@ export interface LoadOptions {
    * bigger than memory. The wasm32-wasi build has no repacked layouts and ignores it.
    */
   repack?: boolean;
+  /**
+   * Advise transparent huge pages for the weights a resident load copies into anonymous memory
+   * (the repacked layouts; every weight without `useMmap`), before they are filled: fewer TLB
+   * misses per token (3–7 % faster decodes on a 2-core VM), which llama.cpp does not ask for.
+   * Default true. Nothing changes where THP is `never`, for the file mapping, or when streaming.
+   */
+  hugePages?: boolean;
   /** Map the file rather than reading it into memory. Default true. */
   useMmap?: boolean;
   /** Override the model's top-k routing (`<arch>.expert_used_count`); lossy. Default: the model's own. */
@@ -74,6 +81,7 @@ export interface ResolvedLoadOptions {
   batchSize: number;
   ubatchSize: number;
   repack: boolean;
+  hugePages: boolean;
   useMmap: boolean;
   nExpertUsed: number | null;
   /** The projector's path as given, 'auto' or 'none' (ModelInfo.projector says what was loaded). */

@@ -114,6 +114,11 @@ export const OPTION_TABLE = [
     help: "let ggml repack weights into its faster CPU layouts, llama.cpp's default (rounds as llama-completion without -nr; streamed experts are repacked as they are read)",
   },
   {
+    key: 'hugePages', group: 'model', flag: '--no-huge-pages', native: { params: 'model', key: 'hugePages' },
+    value: bool, default: C.model.hugePages.default, defaultText: 'on (resident; where THP is madvise or always)',
+    help: "no transparent huge pages for the weights a resident load copies into memory (repacked layouts); on by default, which llama.cpp does not do: fewer TLB misses per token",
+  },
+  {
     key: 'useMmap', group: 'model', flag: null, native: { params: 'model', key: 'useMmap' },
     value: bool, default: C.model.useMmap.default, defaultText: 'on',
     help: 'map the file rather than reading it into memory',

@@ -102,6 +102,7 @@ inline constexpr int_field grammar_step_ms{ "grammarStepMs", 10000LL, 1LL, 60000
 namespace model {
 inline constexpr bool_field use_mmap{ "useMmap", true };
 inline constexpr bool_field repack{ "repack", true };
+inline constexpr bool_field huge_pages{ "hugePages", true };
 }  // namespace model
 
 // NativeStreamParams

@@ -21,6 +21,7 @@ struct model_load_params {
     std::string path;
     bool        use_mmap = true;
     bool        repack   = false;   // llama.cpp's extra buffer types (CPU_REPACK)
+    bool        huge_pages = true;  // THP for the weights the load copies into anonymous memory (sys/huge_pages.h; resident only)
     std::vector<llama_model_kv_override> kv_overrides; // terminated by an empty key when passed on
     stream_config stream;
     std::function<void(float)> on_progress;  // llama.cpp's load progress (0..1), on the loading thread
