@@ -195,10 +195,10 @@ export interface NativeModelFields {
   repack?: boolean;
   /**
    * Advise transparent huge pages (madvise MADV_HUGEPAGE) for the weights a resident load copies
-   * into anonymous memory (repacked layouts; every weight without mmap), before they are filled:
-   * fewer TLB misses per token. Nothing where THP is off (`never`), for the file mapping (the page
-   * cache gives it large folios itself), or for a streamed model. llama.cpp does not ask for them.
-   * Default true.
+   * into anonymous memory (repacked layouts; every weight without mmap), before they are filled,
+   * and for a streamed model's expert cache slots: fewer TLB misses per token. Nothing where THP is
+   * off (`never`), or for the file mapping (the page cache gives it large folios itself). llama.cpp
+   * does not ask for them. Default true.
    */
   hugePages?: boolean;
 }

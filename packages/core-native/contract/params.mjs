@@ -74,7 +74,7 @@ export const PARAMS = {
     fields: [
       { key: 'useMmap', cpp: 'use_mmap', type: 'bool', default: true, doc: 'Map the file (llama.cpp `use_mmap`).' },
       { key: 'repack', cpp: 'repack', type: 'bool', default: true, doc: "Let ggml repack weights into its faster CPU layouts (llama.cpp's default; `-nr` turns it off). No-op where the CPU has no repacked layout for a type (and in the wasm32-wasi build)." },
-      { key: 'hugePages', cpp: 'huge_pages', type: 'bool', default: true, doc: "Advise transparent huge pages (madvise MADV_HUGEPAGE) for the weights a resident load copies into anonymous memory (repacked layouts; every weight without mmap), before they are filled: fewer TLB misses per token. Nothing where THP is off (`never`), for the file mapping (the page cache gives it large folios itself), or for a streamed model. llama.cpp does not ask for them." },
+      { key: 'hugePages', cpp: 'huge_pages', type: 'bool', default: true, doc: "Advise transparent huge pages (madvise MADV_HUGEPAGE) for the weights a resident load copies into anonymous memory (repacked layouts; every weight without mmap), before they are filled, and for a streamed model's expert cache slots: fewer TLB misses per token. Nothing where THP is off (`never`), or for the file mapping (the page cache gives it large folios itself). llama.cpp does not ask for them." },
     ],
   },
   stream: {

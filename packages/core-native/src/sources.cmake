@@ -84,6 +84,7 @@ add_library(bmoe_runtime STATIC
     src/io/read_lanes.cpp
     src/io/read_ceiling.cpp
     src/sys/proc_stats.cpp
+    src/sys/proc_maps.cpp
     src/sys/file_maps.cpp
     src/sys/huge_pages.cpp
     src/sys/meminfo.cpp)
@@ -129,7 +130,7 @@ if (BMOE_DEV_TARGETS)
     add_executable(test_meminfo test/cpp/test_meminfo.cpp src/sys/meminfo.cpp)
     target_include_directories(test_meminfo PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include)
     add_test(NAME meminfo COMMAND test_meminfo)
-    add_executable(test_huge_pages test/cpp/test_huge_pages.cpp src/sys/huge_pages.cpp)
+    add_executable(test_huge_pages test/cpp/test_huge_pages.cpp src/sys/huge_pages.cpp src/sys/proc_maps.cpp)
     target_include_directories(test_huge_pages PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include)
     add_test(NAME huge_pages COMMAND test_huge_pages)
     add_executable(test_route_select test/cpp/test_route_select.cpp)

@@ -1,8 +1,8 @@
-// Transparent huge pages for a resident model's copied weights (the `hugePages` load option,
-// core-native sys/huge_pages.h): advised before the load fills its buffers, so the repacked
-// weights land in 2 MiB pages where the kernel's THP mode is `madvise` (Debian's default) or
-// `always`; `hugePages: false` leaves them in 4 KiB pages as llama.cpp does; with THP `never`
-// nothing changes. Measured from this test process's own /proc/self/smaps_rollup (vitest runs each
+// Transparent huge pages (the `hugePages` load option): a resident model's copied weights
+// (core-native sys/huge_pages.h, advised before the load fills its buffers) and a streamed
+// model's expert cache (vm/slot_pool.h, advised before its slots are populated) land in 2 MiB
+// pages where the kernel's THP mode is `madvise` (Debian's default) or `always`; `hugePages:
+// false` leaves them in 4 KiB pages as llama.cpp does; with THP `never` nothing changes. Measured from this test process's own /proc/self/smaps_rollup (vitest runs each
 // file in a process of its own).
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -43,16 +43,15 @@ describe.runIf(nativeAvailable)('huge pages for a resident model (tiny-qwen3moe,
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** AnonHugePages gained while a model loaded this way is held, KiB; its first tokens too. */
+  /** AnonHugePages gained while a model loaded this way is held and has generated, KiB; its tokens. */
   async function gained(options: { hugePages?: boolean; stream?: { moeStream: true; cacheMb: number } }): Promise<{ kib: number; tokens: number[] }> {
     const before = anonHugeKiB();
     const model = await loadModel(path, { threads: 2, contextSize: 256, ...options });
     try {
-      const kib = anonHugeKiB() - before;
       await using s = model.createSession();
       const tokens: number[] = [];
       for await (const ev of s.generate('The quick brown fox', { maxTokens: 8, temperature: 0 })) tokens.push(ev.tokenId);
-      return { kib, tokens };
+      return { kib: anonHugeKiB() - before, tokens };
     } finally {
       await model.close();
     }
@@ -75,9 +74,16 @@ describe.runIf(nativeAvailable)('huge pages for a resident model (tiny-qwen3moe,
     if (mode === 'madvise') expect(off.kib).toBe(0);
   });
 
-  it('leaves a streamed model alone: its repacked buffer is touched one expert at a time', async () => {
-    const streamed = await gained({ stream: { moeStream: true, cacheMb: 0 } });
-    if (thpMode() === 'madvise') expect(streamed.kib).toBe(0);
-    expect(streamed.tokens.length).toBe(8);
+  it("backs a streamed model's expert cache with huge pages by default, not with hugePages false, and the tokens stay the resident ones", async () => {
+    const mode = thpMode();
+    const resident = await gained({ hugePages: false });
+    // 64 MiB holds every expert of the tiny model (~6 MiB of them): slots over whole 2 MiB pages.
+    const off = await gained({ hugePages: false, stream: { moeStream: true, cacheMb: 64 } });
+    const on = await gained({ stream: { moeStream: true, cacheMb: 64 } });
+    expect(on.tokens).toEqual(resident.tokens);
+    expect(off.tokens).toEqual(resident.tokens);
+    if (mode === 'never') expect(on.kib).toBe(0);
+    else expect(on.kib).toBeGreaterThanOrEqual(2048);
+    if (mode === 'madvise') expect(off.kib).toBe(0);
   });
 });

@@ -80,6 +80,7 @@ std::unique_ptr<streamer> make_streamer(const model_load_params & p, const exper
     for (size_t i = 0; i < layout.shards.size(); i++) bases.push_back(find_mapping_base(layout.shards[i].path, mapped_before[i]));
     stream_config sc = p.stream;
     sc.repack = p.repack;
+    sc.huge_pages = p.huge_pages;
     return std::make_unique<streamer>(sc, layout, bases, top_k);
 }
 

@@ -203,7 +203,7 @@ void streamer::setup_memory() {
             }
         }
     }
-    pool.init(sub, layout.n_layer * layout.n_expert);
+    pool.init(sub, layout.n_layer * layout.n_expert, cfg.huge_pages);
 }
 
 void streamer::size_cache() {

@@ -1,32 +1,21 @@
 #include "bmoe/sys/huge_pages.h"
 
+#include "bmoe/sys/proc_maps.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
 
 namespace bmoe {
 
 std::vector<mem_range> anon_mappings() {
     std::vector<mem_range> out;
-    FILE * f = std::fopen("/proc/self/maps", "r");
-    if (!f) return out;
-    char line[4096];
-    while (std::fgets(line, sizeof(line), f)) {
-        unsigned long long start = 0, end = 0, off = 0, inode = 0;
-        unsigned int       dmaj = 0, dmin = 0;
-        char               perms[8] = { 0 };
-        int                name_at  = 0;
-        if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &dmaj, &dmin, &inode, &name_at) < 7) continue;
-        // Anonymous: no inode and no name ([heap], [stack] and the like are left out too), or a
-        // name given to anonymous memory ([anon:...], prctl PR_SET_VMA_ANON_NAME).
-        const char * name  = line + name_at;
-        const bool   named = name_at > 0 && *name != '\0' && *name != '\n' && std::strncmp(name, "[anon:", 6) != 0;
-        if (inode != 0 || named || std::strcmp(perms, "rw-p") != 0) continue;
-        out.push_back({ (uintptr_t) start, (uintptr_t) end });
+    for (const proc_mapping & m : proc_mappings()) {
+        // Anonymous: no file and no name ([heap], [stack] and the like are left out), or a name
+        // given to anonymous memory ([anon:...], prctl PR_SET_VMA_ANON_NAME).
+        const bool anon = m.inode == 0 && (m.name.empty() || m.name.rfind("[anon:", 0) == 0);
+        if (anon && m.perms == "rw-p") out.push_back({ m.start, m.end });
     }
-    std::fclose(f);
     return out;
 }
 

@@ -53,9 +53,9 @@ export interface LoadOptions {
   repack?: boolean;
   /**
    * Advise transparent huge pages for the weights a resident load copies into anonymous memory
-   * (the repacked layouts; every weight without `useMmap`), before they are filled: fewer TLB
-   * misses per token (3–7 % faster decodes on a 2-core VM), which llama.cpp does not ask for.
-   * Default true. Nothing changes where THP is `never`, for the file mapping, or when streaming.
+   * (the repacked layouts; every weight without `useMmap`), before they are filled, and for a
+   * streamed model's expert cache: fewer TLB misses per token, which llama.cpp does not ask for.
+   * Default true. Nothing changes where THP is `never`, or for the file mapping.
    */
   hugePages?: boolean;
   /** Map the file rather than reading it into memory. Default true. */

@@ -115,8 +115,8 @@ export const OPTION_TABLE = [
   },
   {
     key: 'hugePages', group: 'model', flag: '--no-huge-pages', native: { params: 'model', key: 'hugePages' },
-    value: bool, default: C.model.hugePages.default, defaultText: 'on (resident; where THP is madvise or always)',
-    help: "no transparent huge pages for the weights a resident load copies into memory (repacked layouts); on by default, which llama.cpp does not do: fewer TLB misses per token",
+    value: bool, default: C.model.hugePages.default, defaultText: 'on (where THP is madvise or always)',
+    help: "no transparent huge pages for the weights a resident load copies into memory (repacked layouts) and for the expert cache; on by default, which llama.cpp does not do: fewer TLB misses per token",
   },
   {
     key: 'useMmap', group: 'model', flag: null, native: { params: 'model', key: 'useMmap' },

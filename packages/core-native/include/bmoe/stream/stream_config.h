@@ -26,6 +26,7 @@ struct stream_config {
     dense_weights_mode dense_weights  = dense_weights_mode::mmap;
     bool               force_cache    = contract::stream::force_cache.def;  // --force-cache
     bool               repack         = contract::model::repack.def;        // --repack (a model option): experts cached in llama.cpp's repacked layout
+    bool               huge_pages     = contract::model::huge_pages.def;    // --no-huge-pages (a model option): the cache's slots in 2 MiB pages (vm/slot_pool)
 };
 
 // "" when valid, else a one-line message naming the option.

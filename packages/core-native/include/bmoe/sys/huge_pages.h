@@ -8,8 +8,9 @@
 // the file mapping already gets large folios from the page cache. llama.cpp asks for nothing, so
 // the advice is given from outside it: the anonymous ranges that appeared during the load, after
 // its buffers are allocated and before they are filled (the load's first progress callback).
-// Streamed models are left alone: their repacked buffer is touched one expert at a time, and a
-// 2 MiB page per touched expert would cost memory the budget does not count.
+// A streamed load is left alone here: its repacked buffer also holds the expert tensors, touched
+// one expert at a time in the fallback mode, where a 2 MiB page per touched expert would cost
+// memory the budget does not count; its expert cache gets huge pages of its own (vm/slot_pool.h).
 #include <cstddef>
 #include <cstdint>
 #include <vector>
