@@ -85,11 +85,14 @@ describe.skipIf(!native)('@bmoe/server with the openai client (expert streaming,
     expect(b.ahead!.aheadRouted > 0).toBe(b.stream!.aheadOnPercent! > 0);
     // Overlap and route-ahead auto: the moe-stream numbers and line say what they did over the
     // reply's 11 decodes (the probe's medians and how many decodes each is of, once a round ended:
-    // the streamer's probe spans requests).
+    // the streamer's probe spans requests), and the probes started since load.
     expect(b.stream).toMatchObject({ overlapMode: 'auto', overlappedPercent: expect.any(Number), routeAheadMode: 'auto', aheadOnPercent: expect.any(Number) });
     expect(b.lines[1]).toMatch(
-      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial ([\d.]+ ms over \d+|n\/a ms), overlap ([\d.]+ ms over \d+|n\/a ms), route-ahead ([\d.]+ ms over \d+|n\/a ms), overlap \+ route-ahead ([\d.]+ ms over \d+|n\/a ms)\)$/,
+      /, overlap auto: on for [\d.]+ % of tokens, route-ahead auto: on for [\d.]+ % \(probe: serial ([\d.]+ ms over \d+|n\/a ms), overlap ([\d.]+ ms over \d+|n\/a ms), route-ahead ([\d.]+ ms over \d+|n\/a ms), overlap \+ route-ahead ([\d.]+ ms over \d+|n\/a ms); \d+ probes?, \d+ after a drift\)$/,
     );
+    // The probes since the model was loaded, as the streamer counts them (the first at least).
+    expect(b.stream!.probes).toBeGreaterThanOrEqual(1);
+    expect(b.stream!.driftProbes).toBeLessThanOrEqual(b.stream!.probes! - 1);
     expect(b.timings.totalMs).toBeGreaterThanOrEqual(b.timings.ttftMs);
   });
 
