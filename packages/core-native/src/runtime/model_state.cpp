@@ -32,14 +32,13 @@ struct load_progress {
     const std::function<void(float)> * user = nullptr;
     bool                               huge = false;
     std::vector<mem_range>             anon_before;
-    bool                               called     = false;
-    size_t                             huge_bytes = 0;
+    bool                               called = false;
 
     static bool callback(float progress, void * data) {
         auto * lp = static_cast<load_progress *>(data);
         if (!lp->called) {
             lp->called = true;
-            if (lp->huge) lp->huge_bytes = advise_huge(new_huge_ranges(lp->anon_before, anon_mappings(), huge_min_bytes));
+            if (lp->huge) advise_huge(new_huge_ranges(lp->anon_before, anon_mappings(), huge_min_bytes));
         }
         if (lp->user && *lp->user) (*lp->user)(progress);
         return true;
