@@ -43,6 +43,7 @@ interface ServeBenchFlags {
   rounds: number;
   turns: number;
   systemTokens: number;
+  pauseMs: number;
   resumeTokens: number;
   memLimit?: number;
   moeStream?: boolean;
@@ -69,6 +70,7 @@ export function registerServeBench(program: Command, bmoe: () => string[]): void
     .option('--rounds <N>', 'row (b): runs of each client count, the servers taking turns; the table gives the median round and every round', int(1), 1)
     .option('--turns <N>', 'row (a): turns of each conversation', int(2), 3)
     .option('--system-tokens <N>', "row (a): tokens of each conversation's system prompt", int(16), 1000)
+    .option('--pause-ms <N>', 'row (a): the client waits this long after each answer before the next turn (a user reading it)', int(0), 0)
     .option('--resume-tokens <N>', 'row (c): tokens of the chat saved and resumed', int(64), 3000)
     .option('--mem-limit <GiB>', 'run each server inside a memory cgroup of this size (root)', num(0.25))
     .option('--moe-stream', 'bmoe streams experts (llama-server has no streaming: it maps the file)')
@@ -92,6 +94,7 @@ export function registerServeBench(program: Command, bmoe: () => string[]): void
         rounds: f.rounds,
         turns: f.turns,
         systemTokens: f.systemTokens,
+        pauseMs: f.pauseMs,
         resumeTokens: f.resumeTokens,
         ...(f.memLimit === undefined ? {} : { memLimitGiB: f.memLimit }),
         moeStream: Boolean(f.moeStream),

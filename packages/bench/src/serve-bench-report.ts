@@ -35,7 +35,7 @@ export function followUpRatio(turns: readonly TurnSample[], turn: number): numbe
   return mean(rs);
 }
 
-function alternatingRows(p: SidePair<TurnSample[]>): ReportRow[] {
+function alternatingRows(p: SidePair<TurnSample[]>, pauseMs: number): ReportRow[] {
   const ref = p.bmoe.result ?? p['llama-server'].result ?? [];
   const find = (side: Side, t: TurnSample): TurnSample | undefined => p[side].result?.find((x) => x.conversation === t.conversation && x.turn === t.turn);
   const rows: ReportRow[] = ref.map((t) => {
@@ -52,7 +52,8 @@ function alternatingRows(p: SidePair<TurnSample[]>): ReportRow[] {
   for (let t = 2; t <= turns; t++) {
     const b = p.bmoe.result ? followUpRatio(p.bmoe.result, t) : null;
     const l = p['llama-server'].result ? followUpRatio(p['llama-server'].result, t) : null;
-    rows.push({ row: `(a) turn ${t} TTFT ÷ turn 1 TTFT (mean of both conversations)`, bmoe: cell(p.bmoe, () => small(b)), llama: cell(p['llama-server'], () => small(l)), ratio: ratio(b, l) });
+    const paused = pauseMs > 0 ? `, the client pausing ${pauseMs} ms after each answer` : '';
+    rows.push({ row: `(a) turn ${t} TTFT ÷ turn 1 TTFT (mean of both conversations${paused})`, bmoe: cell(p.bmoe, () => small(b)), llama: cell(p['llama-server'], () => small(l)), ratio: ratio(b, l) });
   }
   return rows;
 }
@@ -176,7 +177,7 @@ function peakRows(r: ServeBenchResult): ReportRow[] {
 /** Every row of the table, in the order the rows ran. */
 export function serveBenchRows(r: ServeBenchResult): ReportRow[] {
   return [
-    ...(r.alternating ? alternatingRows(r.alternating) : []),
+    ...(r.alternating ? alternatingRows(r.alternating, r.pauseMs ?? 0) : []),
     ...(r.load ? loadRows(r.load) : []),
     ...runReferenceRow(r),
     ...(r.resume ? resumeRows(r.resume) : []),

@@ -9,6 +9,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CgroupError, createMemoryCgroup, dropCaches, removeCgroup, runInCgroup } from './cgroup.js';
 import { parseDoneEvent, TokenLineTimes } from './run-output.js';
 import { llamaSlotAction, modelId, streamChat } from './serve-bench-client.js';
@@ -21,9 +22,7 @@ import {
   probeMessages,
   pushReceivedRate,
   WARM_UP_MESSAGE,
-  type Calibration,
   type ChatMessage,
-  type GapStats,
   type Scripts,
 } from './serve-bench-script.js';
 import { bmoeServeFlags, llamaServerFlags, llamaServerTool, SIDES, startServer, type ServerConfig, type Side } from './serve-bench-servers.js';
@@ -58,6 +57,8 @@ export interface ServeBenchOptions {
   turns?: number;
   /** Row (a): system prompt tokens. Default 1000. */
   systemTokens?: number;
+  /** Row (a): the client's pause after each answer, ms (a user reading it). Default 0. */
+  pauseMs?: number;
   /** Row (c): tokens of the saved chat. Default 3000. */
   resumeTokens?: number;
   /** Run each server inside a memory cgroup of this many GiB (root). */
@@ -75,110 +76,10 @@ export interface ServeBenchOptions {
   log?: (line: string) => void;
 }
 
-export interface TurnSample {
-  /** 1 or 2. */
-  conversation: number;
-  /** 1-based. */
-  turn: number;
-  ttftMs: number;
-  promptTokens: number | null;
-  cachedTokens: number | null;
-}
+import { medianRound, type ChatTiming, type LoadRun, type ResumeRun, type ServeBenchResult, type SidePair, type TurnSample } from './serve-bench-result.js';
+export * from './serve-bench-result.js';
 
-export interface LoadRun {
-  clients: number;
-  completed: number;
-  failed: number;
-  firstError: string | null;
-  wallSeconds: number;
-  /** Generated tokens (usage) of the completed requests. */
-  tokens: number;
-  tokensPerSecond: number;
-  /** Each client's gaps between chunks carrying tokens. */
-  perClient: GapStats[];
-}
-
-export interface ChatTiming {
-  ttftMs: number;
-  promptTokens: number | null;
-  cachedTokens: number | null;
-}
-
-export interface ResumeRun {
-  /** The chat built in one request (a full prefill). */
-  build: ChatTiming;
-  /** Its next turn after the restart. */
-  resume: ChatTiming;
-  /** llama-server's restore and save times (its answers' timings); null for bmoe (inside its requests). */
-  restoreMs: number | null;
-  saveMs: number | null;
-}
-
-export interface SideRun<T> {
-  /** The flags the server got (besides model, host and port); row (c): of both its processes. */
-  flags: string[];
-  result: T | null;
-  /** Why this side has no result. */
-  error: string | null;
-  /** Peak memory of its cgroup, MiB (with a memory limit). */
-  peakMiB: number | null;
-}
-
-export type SidePair<T> = Record<Side, SideRun<T>>;
-
-export interface LoadRows {
-  clients: number;
-  sides: SidePair<LoadRun>;
-  rounds?: SidePair<LoadRun>[];
-}
-
-/** bmoe / llama-server aggregate tok/s of a round; null when a side has no result. */
-export function roundRatio(p: SidePair<LoadRun>): number | null {
-  const b = p.bmoe.result?.tokensPerSecond;
-  const l = p['llama-server'].result?.tokensPerSecond;
-  return b === undefined || l === undefined || !(l > 0) ? null : b / l;
-}
-
-/**
- * The round whose ratio is the median (the upper middle of an even count, as the report's medians,
- * so the rows it shows and the median ratio it gives are the same round's); the first when none has one.
- */
-export function medianRound(rounds: readonly SidePair<LoadRun>[]): SidePair<LoadRun> {
-  const rated = rounds.filter((r) => roundRatio(r) !== null).sort((a, b) => roundRatio(a)! - roundRatio(b)!);
-  return rated.length > 0 ? rated[Math.floor(rated.length / 2)]! : rounds[0]!;
-}
-
-export interface ServeBenchResult {
-  model: string;
-  threads: number;
-  ctxSize: number;
-  memLimitGiB: number | null;
-  moeStream: boolean;
-  cacheMb: number | 'auto' | null;
-  /** bmoe's barrier policy as bmoe serve got it from the environment (null: unset, i.e. auto). */
-  bmoeWait: string | null;
-  /** OMP_WAIT_POLICY / GOMP_SPINCOUNT as both servers got them from the environment (null: unset). */
-  ompWaitPolicy: string | null;
-  gompSpinCount: string | null;
-  /** From the first server's warm-up: how the filler text was sized. */
-  calibration: Calibration | null;
-  /** Prompt tokens of the calibration probe as each server counted it (they share the GGUF's tokenizer). */
-  probeTokens: Partial<Record<Side, number>>;
-  alternating?: SidePair<TurnSample[]>;
-  /**
-   * Row (b), per client count: `sides` is the round whose ratio of aggregate tok/s (bmoe / llama-server)
-   * is the median of the rounds' (the only one with `rounds` 1); `rounds`: every round, in run order.
-   */
-  load?: LoadRows[];
-  /**
-   * Row (b)'s reference (runReference below), tok/s: each stream's rate from first to last token as
-   * received (the server's SSE chunks; the run's `--json` lines: `delivered`), the runs' decode medians.
-   */
-  runReference?: { flags: string[]; servedTokensPerSecond: number[]; deliveredTokensPerSecond: number[]; medianTokensPerSecond: number[]; error: string | null };
-  resume?: SidePair<ResumeRun>;
-}
-
-type Ctx = Required<Pick<ServeBenchOptions, 'turns' | 'systemTokens' | 'resumeTokens' | 'maxTokens' | 'loadMaxTokens' | 'requests' | 'startTimeoutMs'>> &
+type Ctx = Required<Pick<ServeBenchOptions, 'turns' | 'systemTokens' | 'pauseMs' | 'resumeTokens' | 'maxTokens' | 'loadMaxTokens' | 'requests' | 'startTimeoutMs'>> &
   ServeBenchOptions & {
     llamaServer: string;
     log: (line: string) => void;
@@ -198,14 +99,14 @@ const timing = (s: { ttftMs: number; promptTokens: number | null; cachedTokens: 
 
 export async function runServeBench(o: ServeBenchOptions): Promise<ServeBenchResult> {
   const ctx: Ctx = {
-    turns: 3, systemTokens: 1000, resumeTokens: 3000, maxTokens: 16, loadMaxTokens: 64, requests: 3, startTimeoutMs: 600_000,
+    turns: 3, systemTokens: 1000, pauseMs: 0, resumeTokens: 3000, maxTokens: 16, loadMaxTokens: 64, requests: 3, startTimeoutMs: 600_000,
     ...o,
     llamaServer: o.llamaServer ?? llamaServerTool(),
     log: o.log ?? (() => undefined),
     scripts: null,
     result: {
       model: o.model, threads: o.threads, ctxSize: o.ctxSize, memLimitGiB: o.memLimitGiB ?? null, moeStream: Boolean(o.moeStream),
-      cacheMb: o.moeStream ? (o.cacheMb ?? null) : null, calibration: null, probeTokens: {},
+      cacheMb: o.moeStream ? (o.cacheMb ?? null) : null, calibration: null, probeTokens: {}, pauseMs: o.pauseMs ?? 0,
       bmoeWait: process.env.BMOE_WAIT ?? null, ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null, gompSpinCount: process.env.GOMP_SPINCOUNT ?? null,
     },
   };
@@ -329,6 +230,7 @@ function rowAlternating(ctx: Ctx, side: Side, config: ServerConfig): Promise<Ses
         const r = await streamChat(url, model, h, ctx.maxTokens);
         h.push({ role: 'assistant', content: r.content });
         turns.push({ conversation: c + 1, turn: t + 1, ...timing(r) });
+        if (ctx.pauseMs > 0) await sleep(ctx.pauseMs);
         ctx.log(`serve: (a) ${side} conversation ${c + 1} turn ${t + 1}: TTFT ${r.ttftMs.toFixed(1)} ms, cached ${r.cachedTokens ?? '?'} of ${r.promptTokens ?? '?'} prompt tokens`);
       }
     }

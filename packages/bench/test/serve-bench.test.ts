@@ -133,7 +133,7 @@ function fakeResult(): ServeBenchResult {
   });
   const resume: ResumeRun = { build: { ttftMs: 2000, promptTokens: 3010, cachedTokens: 0 }, resume: { ttftMs: 100, promptTokens: 3100, cachedTokens: 3010 }, restoreMs: null, saveMs: null };
   return {
-    model: '/models/q30-3l.gguf', threads: 2, ctxSize: 8192, memLimitGiB: null, moeStream: false, cacheMb: null, bmoeWait: null, ompWaitPolicy: null, gompSpinCount: null,
+    model: '/models/q30-3l.gguf', threads: 2, ctxSize: 8192, memLimitGiB: null, moeStream: false, cacheMb: null, bmoeWait: null, ompWaitPolicy: null, gompSpinCount: null, pauseMs: 0,
     calibration: calibrate(17, 577), probeTokens: { bmoe: 577, 'llama-server': 577 },
     alternating,
     load: [1, 2, 4].map((k) => ({ clients: k, sides: { bmoe: ok(load(k, 50 * k)), 'llama-server': ok(load(k, 25 * k)) } })),

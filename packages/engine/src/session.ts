@@ -9,6 +9,7 @@ import { nativeGenerateParams } from './options/native.js';
 import { checkRequest, contextFull, dropOldestTurn, messagesOf, preparePrompt, withMessages, type PromptPlan, type PromptRequest } from './prompt.js';
 import { checkStateMeta, stateJson, STATE_FORMAT, type StateMeta } from './state-file.js';
 import type { PreparedPrompts } from './prepared-prompts.js';
+import { TurnPrep } from './turn-prep.js';
 
 export interface Session {
   /**
@@ -76,11 +77,19 @@ export interface Session {
 /** One native context shared by the sessions of `Model.createSessions` (one sequence each). */
 export class SharedContext {
   private users: number;
+  /** Turn preparations running on its sequences: any generation on the context stops them. */
+  readonly preps = new Set<TurnPrep>();
+  /** Generations running on its sequences (a preparation starts only when there are none). */
+  generating = 0;
   constructor(
     readonly native: NativeContext,
     users: number,
   ) {
     this.users = users;
+  }
+  /** Stops every turn preparation on the context (idle work never delays a request). */
+  stopPreps(): void {
+    for (const p of this.preps) p.stop();
   }
   /** One session is done with it: the last one closes it. */
   release(): void {
@@ -93,7 +102,7 @@ export interface SessionDeps {
   context: SharedContext;
   /** The context's sequence this session generates on. */
   seq: number;
-  options: ResolvedLoadOptions & { system: string | null };
+  options: ResolvedLoadOptions & { system: string | null; prepareTurns: boolean };
   cacheBudgetMiB: number | null;
   /** What identifies the model in saved states (state-file.ts modelIdentity, computed at load). */
   identity: { model: string; modelName: string };
@@ -101,6 +110,9 @@ export interface SessionDeps {
   prepared: PreparedPrompts;
   onClosed(session: SessionImpl): void;
 }
+
+/** The ends after which a next turn is likely: not an abort, a full context or a failure. */
+const PREPARED_AFTER: ReadonlySet<string> = new Set(['eog', 'length', 'stop']);
 
 /** chat()'s input as messages. */
 function chatInput(input: unknown): ChatMessage[] {
@@ -122,6 +134,8 @@ export class SessionImpl implements Session {
   private restoreError: Error | null = null;
   /** The system message chat() puts first: the session's, else a restored conversation's. */
   private system: string | null;
+  /** The turn preparation on this session's sequence (prepareTurns), until it ends. */
+  private prep: TurnPrep | null = null;
 
   constructor(private readonly deps: SessionDeps) {
     this.system = deps.options.system;
@@ -133,7 +147,34 @@ export class SessionImpl implements Session {
 
   get cachedTokens(): readonly number[] {
     if (this.closed || this.running) return [];
+    const view = this.prep?.cachedView;
+    if (view) return view;
     return Array.from(this.ctx.cachedTokens(this.deps.seq));
+  }
+
+  /** Stops this session's turn preparation and waits for its native call to end. */
+  async settlePrep(): Promise<void> {
+    const prep = this.prep;
+    if (!prep) return;
+    prep.stop();
+    await prep.done;
+  }
+
+  /** Stops this session's turn preparation (no wait: a generation on another sequence needs none). */
+  stopPrep(): void {
+    this.prep?.stop();
+  }
+
+  /** After a chat generation that ended normally: what the next turn starts with, evaluated while the client is away. */
+  private startPrep(req: PromptRequest): void {
+    const { model, context, seq, options } = this.deps;
+    const prep = new TurnPrep({ model, ctx: context.native, seq, contextSize: options.contextSize, idle: () => context.generating === 0 }, req);
+    this.prep = prep;
+    context.preps.add(prep);
+    void prep.done.then(() => {
+      context.preps.delete(prep);
+      if (this.prep === prep) this.prep = null;
+    });
   }
 
   save(path: string): Promise<{ bytes: number; tokens: number }> {
@@ -143,7 +184,9 @@ export class SessionImpl implements Session {
   }
 
   private async write(path: string): Promise<{ bytes: number; tokens: number }> {
-    await this.restoring;
+    const restoring = this.restoring;
+    await this.settlePrep();
+    await restoring;
     const meta: StateMeta = {
       format: STATE_FORMAT,
       ...this.deps.identity,
@@ -211,7 +254,10 @@ export class SessionImpl implements Session {
   }
 
   private async loadNative(path: string, meta: { text: string }): Promise<number> {
-    await this.restoring;
+    // Read now: the caller stores this call's own promise in `restoring` once it returns.
+    const restoring = this.restoring;
+    await this.settlePrep();
+    await restoring;
     try {
       // The header just read goes back as the expected one: the native side refuses a file whose
       // header changed since, and checks the checksum, before it touches the sequence.
@@ -268,7 +314,17 @@ export class SessionImpl implements Session {
     this.ensureUsable();
     this.turns = [];
     this.system = this.deps.options.system;
-    this.ctx.reset(this.deps.seq);
+    const prep = this.prep;
+    if (!prep) {
+      this.ctx.reset(this.deps.seq);
+      return;
+    }
+    // The native side refuses a reset while the preparation runs: after it, before anything else.
+    prep.stop();
+    const before = this.restoring;
+    this.restoring = Promise.all([before, prep.done]).then(() => {
+      if (!this.closed) this.ctx.reset(this.deps.seq);
+    });
   }
 
   async close(): Promise<void> {
@@ -279,6 +335,7 @@ export class SessionImpl implements Session {
       running.abort();
       await running.result.catch(() => undefined);
     }
+    await this.settlePrep();
     this.deps.context.release();
     this.deps.onClosed(this);
   }
@@ -314,6 +371,9 @@ export class SessionImpl implements Session {
   ): Generation {
     const { model, seq } = this.deps;
     const ctx = this.ctx;
+    // A request stops the turn preparations on the context: they are idle work.
+    this.deps.context.stopPreps();
+    this.deps.context.generating++;
     // The messages sent, once fitted (the oldest turns dropped); a chat keeps them as its history.
     let sent = messagesOf(req);
     // Busy before the generation starts: an already-aborted signal settles inside the constructor.
@@ -333,6 +393,8 @@ export class SessionImpl implements Session {
       // Read when the generation ends: auto's choice and probe medians change as it measures.
       decodeState: () => model.streamInfo(),
       run: async (sink) => {
+        // This sequence's stopped preparation ends first (the native side runs one call per sequence).
+        await this.settlePrep();
         // A restore that failed left the session as it was: the generation goes on from there.
         if (this.restoring) await this.restoring;
         if (this.restoreError) {
@@ -376,7 +438,11 @@ export class SessionImpl implements Session {
       onSettled: (res) => {
         this.running = false;
         this.current = null;
+        this.deps.context.generating--;
         if (res && chat) chat.done(sent, res);
+        if (res && this.deps.options.prepareTurns && req.kind !== 'text' && !this.closed && PREPARED_AFTER.has(res.stopReason)) {
+          this.startPrep(withMessages(req, [...sent, historyMessage(res.message)]));
+        }
       },
     };
     const gen = new GenerationImpl(deps);

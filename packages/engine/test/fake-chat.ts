@@ -90,7 +90,7 @@ export function fakeChatSession(
     seq: 0,
     identity: { model: 'fake', modelName: 'fake.gguf' },
     prepared: new PreparedPrompts(),
-    options: { ...resolveLoadOptions({ contextSize: opts.contextSize ?? 4096 }), system: opts.system ?? null },
+    options: { ...resolveLoadOptions({ contextSize: opts.contextSize ?? 4096 }), system: opts.system ?? null, prepareTurns: false },
     cacheBudgetMiB: null,
     onClosed: () => undefined,
   });

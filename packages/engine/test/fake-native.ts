@@ -154,7 +154,7 @@ export function fakeSession(script: FakeScript = {}, contextSize = 4096): { sess
     seq: 0,
     identity: { model: 'fake', modelName: 'fake.gguf' },
     prepared: new PreparedPrompts(),
-    options: { ...resolveLoadOptions({ contextSize }), system: null },
+    options: { ...resolveLoadOptions({ contextSize }), system: null, prepareTurns: false },
     cacheBudgetMiB: null,
     onClosed: () => undefined,
   });

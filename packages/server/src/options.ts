@@ -40,6 +40,13 @@ export interface ServerOptions {
   /** The KV directory's budget in MiB; least recently used files go beyond it. Default 4096. */
   kvDirMb?: number;
   /**
+   * Turn preparation (the engine's SessionOptions.prepareTurns): after a chat answer, while the
+   * client reads it, the slot evaluates the answer as the template renders it back and the next
+   * message's header, so the next turn evaluates only its new message. Stopped by any request at
+   * once; the answers do not change. Default true.
+   */
+  prepareTurns?: boolean;
+  /**
    * Called with one line when the server works around a problem it does not fail a request for
    * (a KV directory that cannot be written, an unusable saved conversation). Default: the fastify
    * logger's warn (silent without a logger).
@@ -122,6 +129,7 @@ export interface ResolvedServerOptions {
   parallel: number;
   kvDir: string | null;
   kvDirMb: number;
+  prepareTurns: boolean;
   onWarning: ((line: string) => void) | null;
   bodyLimitBytes: number;
   /** null = derived from the context size. */
@@ -195,6 +203,7 @@ const schema = z.object({
   parallel: z.number(`must be an integer from 1 to ${MAX_PARALLEL}`).int(`must be an integer from 1 to ${MAX_PARALLEL}`).min(1, `must be an integer from 1 to ${MAX_PARALLEL}`).max(MAX_PARALLEL, `must be an integer from 1 to ${MAX_PARALLEL}`).optional(),
   kvDir: z.string('must be a directory path').min(1, 'must be a directory path').optional(),
   kvDirMb: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(2 ** 30, POS_INT).optional(),
+  prepareTurns: z.boolean('must be true or false').optional(),
   bodyLimitBytes: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
   maxMessages: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
   maxPromptChars: z.number(POS_INT).int(POS_INT).positive(POS_INT).max(Number.MAX_SAFE_INTEGER, POS_INT).optional(),
@@ -240,6 +249,7 @@ export function resolveServerOptions(input: ServerOptions): ResolvedServerOption
     parallel: o.parallel ?? 1,
     kvDir: o.kvDir ?? null,
     kvDirMb: o.kvDirMb ?? DEFAULT_KV_DIR_MB,
+    prepareTurns: o.prepareTurns ?? true,
     onWarning: typeof input.onWarning === 'function' ? input.onWarning : null,
     bodyLimitBytes: o.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES,
     maxMessages: o.maxMessages ?? null,

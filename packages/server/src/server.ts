@@ -274,7 +274,7 @@ class ServerImpl implements BmoeServer, ServerCore {
           throw new BmoeError('E_CLOSED', 'the server was closed while the model was loading');
         }
         const store = this.opts.kvDir === null ? null : await KvStore.open(this.opts.kvDir, this.opts.kvDirMb * 1024 * 1024, (line) => this.warn(line));
-        this.pool = new SlotPool(model.createSessions(this.opts.parallel), store);
+        this.pool = new SlotPool(model.createSessions(this.opts.parallel, { prepareTurns: this.opts.prepareTurns }), store);
         this.loaded = model;
         this.slotsChanged();
         this.state = 'ready';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { native, scrape, serverForSuite, startServer, THREADS } from './helpers.js';
+import { native, scrape, serverForSuite, sleep, startServer, THREADS } from './helpers.js';
 
 type Msg = OpenAI.Chat.Completions.ChatCompletionMessageParam;
 const model = 'tiny';
@@ -22,6 +22,31 @@ async function turn(client: OpenAI, conv: Msg[], text: string, maxTokens = 6): P
   const usage = r.usage as OpenAI.CompletionUsage;
   return { cached: usage.prompt_tokens_details?.cached_tokens ?? -1, prompt: usage.prompt_tokens };
 }
+
+describe.runIf(native)('turn preparation: the answer evaluated while the client reads it', () => {
+  it('a follow-up evaluates only its new message; the answers are those of a server that does not prepare', async () => {
+    const warm = await startServer({ parallel: 1 });
+    const plain = await startServer({ parallel: 1, prepareTurns: false });
+    try {
+      for (const topic of ['lighthouses', 'glaciers', 'orchards']) {
+        const a: Msg[] = [system(topic)];
+        const b: Msg[] = [system(topic)];
+        await turn(warm.client, a, 'Hello');
+        await turn(plain.client, b, 'Hello');
+        expect(a).toEqual(b);
+        await sleep(1000); // the client reads the answer
+        const [w, p] = [await turn(warm.client, a, 'Tell me more'), await turn(plain.client, b, 'Tell me more')];
+        expect(a.at(-1), topic).toEqual(b.at(-1));
+        // Without preparation the answer's last token and the next header at least are evaluated again.
+        expect(w.cached, topic).toBeGreaterThan(p.cached);
+        // What is left is the new message and the generation prompt: under 20 tokens of the tiny template.
+        expect(w.prompt - w.cached, topic).toBeLessThan(20);
+      }
+    } finally {
+      await Promise.all([warm.server.close(), plain.server.close()]);
+    }
+  });
+});
 
 describe.runIf(native)('slots keep conversations (parallel 2)', () => {
   const s = serverForSuite({ parallel: 2 });

@@ -75,8 +75,9 @@ export async function runChat(spec: ChatSpec, io: ChatIo = process): Promise<num
   warnStream(model.info);
   try {
     // The session's system message: --system, else (resuming) the one the file was saved with
-    // (session.load() restores it when the session has none of its own).
-    const session = model.createSession(spec.system === undefined ? {} : { system: spec.system });
+    // (session.load() restores it when the session has none of its own). Turn preparation: while
+    // the user types, the last answer is evaluated as the next turn sends it back.
+    const session = model.createSession({ prepareTurns: true, ...(spec.system === undefined ? {} : { system: spec.system }) });
     let resumed: Resumed | null = null;
     // load() rather than createSession({ state }): a damaged file is refused here, before the
     // first message, not by the first reply; and the tokens it restored are known for the line.

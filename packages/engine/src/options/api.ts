@@ -102,6 +102,17 @@ export interface SessionOptions {
    * history and system message). Native addon only. Default: none.
    */
   state?: string;
+  /**
+   * Turn preparation: when a chat generation ends (not aborted), the session evaluates, while the
+   * client reads the answer, what the next turn's prompt starts with — the conversation with the
+   * answer as the template renders it back, and the next message's header — so the next turn
+   * evaluates only its new message. The answer as generated is often not what the template renders
+   * back (a trimmed leading space, reasoning dropped from past turns), and without this every turn
+   * evaluates the previous answer again. The next turn's output is the same either way. It runs
+   * only while no generation runs on the context, and any generate()/chat() on the context or
+   * `model.promptTokens()` stops it at once. Default false (`bmoe serve` and `bmoe chat` turn it on).
+   */
+  prepareTurns?: boolean;
 }
 
 export interface GenerateOptions {
@@ -314,7 +325,7 @@ function resolveStream(s: StreamOptions | undefined): ResolvedStreamOptions | nu
   return resolved;
 }
 
-export function resolveSessionOptions(input: SessionOptions | undefined, model: ResolvedLoadOptions): ResolvedLoadOptions & { system: string | null } {
+export function resolveSessionOptions(input: SessionOptions | undefined, model: ResolvedLoadOptions): ResolvedLoadOptions & { system: string | null; prepareTurns: boolean } {
   const o = check<SessionOptions>(sessionSchema, input, 'session option');
   return {
     ...model,
@@ -322,6 +333,7 @@ export function resolveSessionOptions(input: SessionOptions | undefined, model: 
     contextSize: o.contextSize ?? model.contextSize,
     ...resolveBatches(o.batchSize ?? model.batchSize, o.ubatchSize, model.ubatchSize),
     system: o.system ?? null,
+    prepareTurns: o.prepareTurns ?? false,
   };
 }
 

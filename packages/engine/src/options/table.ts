@@ -304,6 +304,11 @@ export const OPTION_TABLE = [
     value: { type: 'string' }, default: null, defaultText: 'none',
     help: "a state file session.save() wrote: the session resumes that conversation",
   },
+  {
+    key: 'prepareTurns', group: 'session', flag: null, native: null,
+    value: bool, default: false, defaultText: 'off',
+    help: "when a chat generation ends, evaluate what the next turn starts with (the answer as the template renders it back) while the client is away",
+  },
 ] as const satisfies readonly OptionRow[];
 
 type Row = (typeof OPTION_TABLE)[number];
