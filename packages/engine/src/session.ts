@@ -154,10 +154,8 @@ export class SessionImpl implements Session {
 
   /** Stops this session's turn preparation and waits for its native call to end. */
   async settlePrep(): Promise<void> {
-    const prep = this.prep;
-    if (!prep) return;
-    prep.stop();
-    await prep.done;
+    this.prep?.stop();
+    await this.prep?.done;
   }
 
   /** Stops this session's turn preparation (no wait: a generation on another sequence needs none). */

@@ -406,12 +406,15 @@ Napi::Value context_wrap::load_state(const Napi::CallbackInfo & info) {
             kv_saved saved = kv_state_load(c, seq, meta, path);
             cached                        = std::move(saved.tokens);
             g->cached_media[(size_t) seq] = std::move(saved.media);
+            // A saved state does not say which entries were evaluated as a prompt: taken as all.
+            g->exact[(size_t) seq]        = cached.size();
         } catch (...) {
             // A file refused before the sequence was touched leaves it as it was; one llama.cpp
             // refused midway leaves it empty.
             if (llama_memory_seq_pos_max(llama_get_memory(c), seq) < 0) {
                 cached.clear();
                 g->cached_media[(size_t) seq].clear();
+                g->exact[(size_t) seq] = 0;
             }
             throw;
         }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 
@@ -79,6 +80,8 @@ generator::~generator() {
 
 void generator::attach() {
     cached.assign((size_t) n_seq, {});
+    exact.assign((size_t) n_seq, 0);
+    if (const char * v = std::getenv("LLAMA_BATCH_INVARIANT")) invariant_prompts = std::strcmp(v, "0") != 0;
     cached_media.assign((size_t) n_seq, {});
     // BMOE_WAIT overrides the barrier waiting (auto, spin, sleep, upstream) for measuring it.
     if (const char * w = std::getenv("BMOE_WAIT")) {
@@ -111,10 +114,12 @@ void generator::reset(int32_t seq) {
         llama_memory_clear(mem, true);
         for (auto & c : cached) c.clear();
         for (auto & c : cached_media) c.clear();
+        exact.assign(exact.size(), 0);
         return;
     }
     llama_memory_seq_rm(mem, seq, -1, -1);
     cached[(size_t) seq].clear();
+    exact[(size_t) seq] = 0;
     cached_media[(size_t) seq].clear();
 }
 
@@ -155,9 +160,10 @@ size_t generator::keep_cached_prefix(int32_t seq, const std::vector<llama_token>
     while (n_keep < c.size() && n_keep < tokens.size() && c[n_keep] == tokens[n_keep]) {
         n_keep++;
     }
-    if (n_keep == tokens.size()) {
-        n_keep--;
-    }
+    // At least one token is evaluated, for its logits; two where the prompt has them, so that the
+    // step is a batch of several tokens (batch-invariant kernels: the cold run's bits).
+    n_keep = std::min(n_keep, tokens.size() >= 2 ? tokens.size() - 2 : tokens.size() - 1);
+    if (invariant_prompts) n_keep = std::min(n_keep, exact[(size_t) seq]);
     n_keep = media_cut(seq, n_keep, media);
     llama_memory_t mem = llama_get_memory(ctx);
     if (!llama_memory_seq_rm(mem, seq, pos_at(seq, n_keep), -1)) {
@@ -166,6 +172,7 @@ size_t generator::keep_cached_prefix(int32_t seq, const std::vector<llama_token>
         cached_media[(size_t) seq].clear();
     }
     c.resize(n_keep);
+    exact[(size_t) seq] = std::min(exact[(size_t) seq], n_keep);
     return n_keep;
 }
 
@@ -184,6 +191,8 @@ bool generator::shift_context(int32_t seq) {
     if (!llama_memory_seq_rm(mem, seq, n_keep, n_keep + n_discard)) return false;
     llama_memory_seq_add(mem, seq, n_keep + n_discard, n_past, -n_discard);
     c.erase(c.begin() + n_keep, c.begin() + n_keep + n_discard);
+    // Shifted entries are not what a cold evaluation at their new positions computes.
+    exact[(size_t) seq] = std::min(exact[(size_t) seq], (size_t) n_keep);
     return true;
 }
 
@@ -266,7 +275,9 @@ void generator::plan_step(const std::vector<generation *> & active) {
         if (const media_span * s = pending_media(*g)) {
             if (!step_media(*g, *s)) continue;
         }
-        const size_t n = text_before_media(*g, std::min(g->pending.size() - g->pending_at, (size_t) (batch_cap - used)));
+        size_t n = text_before_media(*g, std::min(g->pending.size() - g->pending_at, (size_t) (batch_cap - used)));
+        // A chunk that would leave one token alone for the next step leaves two (see keep_cached_prefix).
+        if (n >= 2 && g->pending.size() - g->pending_at - n == 1) n--;
         if (n == 0) continue;
         g->n_in_batch = (int32_t) n;
         used += (int32_t) n;
@@ -308,6 +319,9 @@ void generator::step(const std::vector<generation *> & active) {
 
     stop_decode.store(false);
     if (last_decode_end_ms > 0) waits.observe_gap(now_ms() - last_decode_end_ms);
+    // llama_decode computes a batch of several tokens with batch-invariant kernels (patch 0008):
+    // its prompt tokens' KV entries are then those one evaluation of the prompt computes.
+    const bool invariant = invariant_prompts && batch.n_tokens > 1;
     const barrier_counts b0 = barrier_begin(waits, threadpool);
     decode_timer  timer(observer, &stop_decode);
     const int32_t rc = llama_decode(ctx, batch);
@@ -336,6 +350,8 @@ void generator::step(const std::vector<generation *> & active) {
         std::vector<llama_token> & c = cached[(size_t) g.req.seq];
         if (g.in_prompt) {
             if (g.req.prompt_logprobs) score_prompt(g);
+            size_t & e = exact[(size_t) g.req.seq];
+            if (invariant && e == c.size()) e += (size_t) g.n_in_batch;
             c.insert(c.end(), g.pending.begin() + (long) g.pending_at, g.pending.begin() + (long) (g.pending_at + (size_t) g.n_in_batch));
             g.pending_at += (size_t) g.n_in_batch;
             token_metrics_add(g.prompt_metrics, m);

@@ -112,6 +112,8 @@ bool generator::step_media(generation & g, const media_span & s) {
     media_span rec = s;
     rec.chunk.reset();
     cached_media[(size_t) seq].push_back(rec);
+    // The image's embeddings are decoded as batches of several tokens (batch-invariant kernels).
+    if (invariant_prompts && s.n_tokens > 1 && exact[(size_t) seq] == c.size()) exact[(size_t) seq] += (size_t) s.n_tokens;
     c.insert(c.end(), (size_t) s.n_tokens, s.id);
     g.pending_at += (size_t) s.n_tokens;
     token_metrics_add(g.prompt_metrics, m);

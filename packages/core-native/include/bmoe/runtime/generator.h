@@ -99,6 +99,16 @@ struct generator {
     // anyway). Empty function: no check (the wasm build reads the file into memory).
     std::function<std::string(bool full)> file_check;
     std::vector<std::vector<llama_token>> cached;  // per sequence: tokens whose KV entries are in ctx
+    // Per sequence: how many of the cached tokens, from the first, were evaluated in batches of
+    // several tokens, which llama_decode computes with batch-invariant kernels (patch 0008): their
+    // KV entries are those a cold evaluation of the same tokens computes, bit for bit, so only
+    // they are reused. A generated token's entries come from a one-token decode (upstream's
+    // kernels): a next prompt holding it evaluates it again, as it does when the answer does not
+    // tokenize back to the same tokens.
+    std::vector<size_t> exact;
+    // LLAMA_BATCH_INVARIANT=0 (read at attach; llama.cpp reads it at context creation): upstream's
+    // kernels for every decode, and every cached token reused, as before patch 0008 (to measure it).
+    bool invariant_prompts = true;
     // Per sequence: the images among its cached tokens (no chunk kept), in order. A cell's
     // position is its index less what the images before it save (M-RoPE: an image takes n_pos
     // positions for n_tokens cells).
