@@ -55,17 +55,24 @@ describe.runIf(nativeAvailable)('bmoe chat --session', () => {
   });
 
   it('saves on leaving; the next chat resumes it (history, system message, KV cache); /save PATH writes another file', async () => {
-    // The reference: one engine session, two turns, with the system message.
+    // The reference: one engine session as bmoe chat opens it (turn preparation on), two turns,
+    // with the system message; save() waits for each turn's preparation and says what it holds.
     const m = await loadModel(model, { threads: 2 });
-    const [one, two] = await (async () => {
+    const { one, two, afterOne, afterTwo } = await (async () => {
       try {
-        const s = m.createSession({ system: SYSTEM });
-        return [await s.chat('hi', { maxTokens: 8 }).result, await s.chat('and then?', { maxTokens: 8 }).result];
+        const s = m.createSession({ system: SYSTEM, prepareTurns: true });
+        const one = await s.chat('hi', { maxTokens: 8 }).result;
+        const afterOne = (await s.save(join(dir, 'ref-1.session'))).tokens;
+        const two = await s.chat('and then?', { maxTokens: 8 }).result;
+        const afterTwo = (await s.save(join(dir, 'ref-2.session'))).tokens;
+        return { one, two, afterOne, afterTwo };
       } finally {
         await m.close();
       }
     })();
-    expect(two.promptTokensReused).toBeGreaterThan(0);
+    // The prepared turn holds the first answer: the second turn evaluates only its new message.
+    expect(afterOne).toBeGreaterThan(one.promptTokens);
+    expect(two.promptTokensReused).toBe(afterOne);
 
     // First chat: a new file, saved at the end of the input.
     const first = await chatPiped([model, ...ARGS, '--system', SYSTEM, '--session', file], 'hi\n');
@@ -74,7 +81,7 @@ describe.runIf(nativeAvailable)('bmoe chat --session', () => {
     expect(first.stdout).toBe(printed(one.text));
     expect(resumed(first.stderr, file)).toBeNull();
     const saved = savedTokens(first.stderr, file);
-    expect(saved).toBe(one.promptTokens + one.generatedTokens - 1);
+    expect(saved).toBe(afterOne);
 
     // Second chat, no --system: the saved conversation goes on, its second turn as the engine's,
     // and the prompt's prefix the file holds is not evaluated again.
@@ -91,7 +98,7 @@ describe.runIf(nativeAvailable)('bmoe chat --session', () => {
       `context: ${two.promptTokens} prompt tokens, ${two.promptTokensReused} reused from the KV cache; ${two.promptTokens + two.generatedTokens} of 4096 in use; stop: length`,
     );
     const copied = savedTokens(second.stdout, copy);
-    expect(copied).toBe(two.promptTokens + two.generatedTokens - 1);
+    expect(copied).toBe(afterTwo);
     // On leaving, --session's file was saved again, with the second turn.
     expect(savedTokens(second.stderr, file)).toBe(copied);
 

@@ -183,7 +183,7 @@ export class SessionImpl implements Session {
 
   private async write(path: string): Promise<{ bytes: number; tokens: number }> {
     const restoring = this.restoring;
-    await this.settlePrep();
+    await this.prep?.done; // waited for, not stopped: the file holds the prepared turn
     await restoring;
     const meta: StateMeta = {
       format: STATE_FORMAT,

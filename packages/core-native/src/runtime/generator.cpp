@@ -180,6 +180,18 @@ void generator::drop_uncached(int32_t seq) {
     llama_memory_seq_rm(llama_get_memory(ctx), seq, pos_at(seq, cached[(size_t) seq].size()), -1);
 }
 
+void generator::drop_inexact(int32_t seq) {
+    // What a generation decoded one token at a time is never reused (see `exact`): once it ends,
+    // the sequence holds, reports and saves only its exact prefix.
+    if (!invariant_prompts) return;
+    std::vector<llama_token> & c = cached[(size_t) seq];
+    if (exact[(size_t) seq] >= c.size()) return;
+    const size_t n = media_cut(seq, exact[(size_t) seq], nullptr);
+    llama_memory_seq_rm(llama_get_memory(ctx), seq, pos_at(seq, n), -1);
+    c.resize(n);
+    exact[(size_t) seq] = n;
+}
+
 bool generator::shift_context(int32_t seq) {
     llama_memory_t mem = llama_get_memory(ctx);
     std::vector<llama_token> & c = cached[(size_t) seq];
@@ -199,6 +211,7 @@ bool generator::shift_context(int32_t seq) {
 void generator::finish(generation & g, const char * reason) {
     g.result.stop_reason = reason;
     g.done               = true;
+    drop_inexact(g.req.seq);
 }
 
 void generator::fail(generation & g, const std::string & why) {

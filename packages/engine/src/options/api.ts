@@ -110,7 +110,8 @@ export interface SessionOptions {
    * back (a trimmed leading space, reasoning dropped from past turns), and without this every turn
    * evaluates the previous answer again. The next turn's output is the same either way. It runs
    * only while no generation runs on the context, and any generate()/chat() on the context or
-   * `model.promptTokens()` stops it at once. Default false (`bmoe serve` and `bmoe chat` turn it on).
+   * `model.promptTokens()` stops it at once; `save()` waits for it (the file holds the prepared
+   * turn). Default false (`bmoe serve` and `bmoe chat` turn it on).
    */
   prepareTurns?: boolean;
 }

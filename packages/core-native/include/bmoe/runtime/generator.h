@@ -161,6 +161,7 @@ struct generator {
     // Keeps the KV entries of the longest prefix `tokens` shares with the sequence's cache.
     size_t keep_cached_prefix(int32_t seq, const std::vector<llama_token> & tokens, const media_prompt * media);
     void   drop_uncached(int32_t seq);
+    void   drop_inexact(int32_t seq);
     // False when the memory cannot shift (the caller then stops with "context").
     bool   shift_context(int32_t seq);
     // Before a step: whether g can put its next token in (false: it ended).
