@@ -173,7 +173,8 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
  */
 async function primePrompt(session: Session, spec: GenerationSpec, signal: AbortSignal, ctx: RespondContext, prompt: readonly number[]): Promise<GenerationResult | null> {
   if (spec.n === 1 || spec.generate.promptLogprobs || prompt.length < 2) return null;
-  if (commonPrefix(session.cachedTokens, prompt) >= prompt.length - 1) return null;
+  // A prompt cached but its last two tokens (which every generation evaluates again) needs none.
+  if (commonPrefix(session.cachedTokens, prompt) >= prompt.length - 2) return null;
   const { logprobs: _logprobs, ...options } = choiceOptions(spec, 0);
   try {
     const result = await session.generate(spec.input, { ...options, maxTokens: 1, signal }).result;

@@ -3,6 +3,10 @@
 #include "bmoe/runtime/tokenize.h"
 
 #include "barrier_wait.h"
+
+#ifdef BMOE_HAVE_BATCH_INVARIANT
+#include "llama-batch-invariant.h"
+#endif
 #include "decode_timer.h"
 
 #include "bmoe/sys/proc_stats.h"
@@ -272,11 +276,20 @@ bool generator::admit(generation & g) {
 void generator::plan_step(const std::vector<generation *> & active) {
     in_batch.clear();
     int32_t used = 0;
-    // The generating sequences' next tokens first, so they keep flowing while a prompt joins.
+    // A step decodes the generating sequences' next tokens or evaluates prompt chunks, never both:
+    // a decoded token takes the kernels it takes alone (upstream's), a prompt the batch-invariant
+    // ones (patch 0008). With both waiting, steps alternate, so running streams keep flowing.
+    bool prompts = false, decodes = false;
+    for (const generation * g : active) {
+        if (g->done) continue;
+        (g->in_prompt ? prompts : decodes) = true;
+    }
+    const bool prompt_step = prompts && (!decodes || !last_step_prompt || !invariant_prompts);
+    const bool decode_step = decodes && (!prompts || !prompt_step || !invariant_prompts);
     for (generation * g : active) {
         g->logits_at  = -1;
         g->n_in_batch = 0;
-        if (g->done || g->in_prompt || !admit(*g)) continue;
+        if (!decode_step || g->done || g->in_prompt || !admit(*g)) continue;
         if (used >= batch_cap) continue;  // more sequences than n_batch: next step
         g->n_in_batch = 1;
         used++;
@@ -284,7 +297,7 @@ void generator::plan_step(const std::vector<generation *> & active) {
     }
     // Then prompt chunks in what is left of n_batch.
     for (generation * g : active) {
-        if (g->done || !g->in_prompt || used >= batch_cap || !admit(*g)) continue;
+        if (!prompt_step || g->done || !g->in_prompt || used >= batch_cap || !admit(*g)) continue;
         if (const media_span * s = pending_media(*g)) {
             if (!step_media(*g, *s)) continue;
         }
@@ -333,8 +346,15 @@ void generator::step(const std::vector<generation *> & active) {
     stop_decode.store(false);
     if (last_decode_end_ms > 0) waits.observe_gap(now_ms() - last_decode_end_ms);
     // llama_decode computes a batch of several tokens with batch-invariant kernels (patch 0008):
-    // its prompt tokens' KV entries are then those one evaluation of the prompt computes.
-    const bool invariant = invariant_prompts && batch.n_tokens > 1;
+    // its prompt tokens' KV entries are then those one evaluation of the prompt computes. Steps
+    // that only decode (several sequences' next tokens) keep upstream's kernels, as one token
+    // decoded alone does.
+    const bool prompt = std::any_of(in_batch.begin(), in_batch.end(), [](const generation * g) { return g->in_prompt; });
+    last_step_prompt = prompt;
+    const bool invariant = invariant_prompts && prompt && batch.n_tokens > 1;
+#ifdef BMOE_HAVE_BATCH_INVARIANT
+    llama_set_batch_invariant(ctx, prompt);
+#endif
     const barrier_counts b0 = barrier_begin(waits, threadpool);
     decode_timer  timer(observer, &stop_decode);
     const int32_t rc = llama_decode(ctx, batch);

@@ -123,6 +123,7 @@ struct generator {
     // the context's pool, whose polling between graphs follows it (null: none attached).
     wait_policy              waits;
     double                   last_decode_end_ms = 0;  // now_ms() after the last decode (the gap before the next)
+    bool                     last_step_prompt   = false;  // the last step evaluated prompt tokens (plan_step alternates)
     ggml_threadpool *        threadpool = nullptr;
 
     generator() = default;
