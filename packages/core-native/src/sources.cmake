@@ -62,6 +62,7 @@ target_include_directories(bmoe_limits PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/includ
 
 add_library(bmoe_runtime STATIC
     src/runtime/generator.cpp
+    src/runtime/generator_cache.cpp
     src/runtime/generator_media.cpp
     src/runtime/media.cpp
     src/runtime/kv_state.cpp
