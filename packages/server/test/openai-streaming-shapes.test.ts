@@ -214,9 +214,9 @@ describe.skipIf(!native)('ranges as OpenAI and llama-server take them (tiny qwen
       expect(w.done).toBe(true);
       const usageChunk = w.events.at(-1) as unknown as ChatCompletionChunk | Completion;
       expect(usageChunk.choices).toEqual([]);
-      // Sent again, the prompt is in the slot's KV cache but its last token (cached_tokens).
+      // Sent again, the prompt is in the slot's KV cache but its last two tokens (cached_tokens).
       const wholeUsage = (whole.json as { usage: { prompt_tokens: number } }).usage;
-      expect(usageChunk.usage).toEqual({ ...wholeUsage, prompt_tokens_details: { cached_tokens: wholeUsage.prompt_tokens - 1 } });
+      expect(usageChunk.usage).toEqual({ ...wholeUsage, prompt_tokens_details: { cached_tokens: wholeUsage.prompt_tokens - 2 } });
       expect(usageChunk).not.toHaveProperty('bmoe');
       const rest = w.events.slice(0, -1) as unknown as (ChatCompletionChunk | Completion)[];
       expect(rest.length).toBeGreaterThan(0);
@@ -241,7 +241,7 @@ describe.skipIf(!native)('ranges as OpenAI and llama-server take them (tiny qwen
       usages.push(c.usage);
     }
     expect(text).toBe(whole.choices[0]?.message.content);
-    expect(usages.at(-1)).toEqual({ ...whole.usage, prompt_tokens_details: { cached_tokens: whole.usage!.prompt_tokens - 1 } });
+    expect(usages.at(-1)).toEqual({ ...whole.usage, prompt_tokens_details: { cached_tokens: whole.usage!.prompt_tokens - 2 } });
     expect(usages.slice(0, -1).every((u) => u === null)).toBe(true);
     const helper = s.client.chat.completions.stream({ ...params, stream_options: { include_usage: true } });
     const final = await helper.finalChatCompletion();
