@@ -67,6 +67,11 @@ function main(argv) {
   run('cmake', ['--build', buildDir, '--parallel', jobs, '--target', 'bmoe_wasm'], { env });
   const built = join(buildDir, 'bmoe.wasm32-wasi.wasm');
   if (!existsSync(built)) fail(`${built}: not produced by the build`);
+  // emnapi's glue provides only Node-API's imports: anything else in "env" (a C++ runtime symbol
+  // such as __cxa_thread_atexit, from a thread_local with a destructor) fails at instantiation.
+  const foreign = WebAssembly.Module.imports(new WebAssembly.Module(readFileSync(built)))
+    .filter((i) => i.module === 'env' && !/^_?(napi|emnapi|node_api)_/.test(i.name)).map((i) => i.name);
+  if (foreign.length > 0) fail(`${built}: imports ${foreign.join(', ')} from "env", which the wasm32-wasi glue does not provide`);
   const artifacts = join(pkgDir, 'prebuilds');
   mkdirSync(artifacts, { recursive: true });
   copyFileSync(built, join(artifacts, 'bmoe.wasm32-wasi.wasm'));
