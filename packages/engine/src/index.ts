@@ -17,6 +17,7 @@ export type {
   ToolDefinition,
 } from './messages.js';
 export { StopMatcher } from './stop.js';
+export { commonPrefix, MIN_EVALUATED_TOKENS, reusedPrefix } from './prefix.js';
 export type { Generation, GenerationResult, PromptTokenLogprob, StopReason, TokenEvent, TokenLogprob } from './running-generation.js';
 export type { GenerateOptions, LoadOptions, SessionOptions, StreamOptions, ResolvedLoadOptions, ResolvedStreamOptions } from './options/api.js';
 export { defaultThreads } from './options/api.js';

@@ -11,15 +11,9 @@ import type { NativeContext, NativeModel } from '@bmoe/core-native';
 import type { ChatMessage } from './messages.js';
 import { resolveGenerateOptions } from './options/api.js';
 import { nativeGenerateParams } from './options/native.js';
+import { commonPrefix } from './prefix.js';
 import { preparePrompt, withMessages, type PromptRequest } from './prompt.js';
 
-/** Tokens `a` and `b` share from their start. */
-export function commonPrefix(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
 
 /**
  * The conversation followed by the message(s) a next turn adds, twice, differing only in their

@@ -11,7 +11,7 @@ import { makeModel } from '@bmoe/gguf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requireNative } from '../../../tooling/test-utils.mjs';
 import { loadModel, nativeBuild, type ChatMessage, type Model, type Session } from '../src/index.js';
-import { commonPrefix } from '../src/turn-prep.js';
+import { commonPrefix } from '../src/prefix.js';
 
 const nativeAvailable = await requireNative('the native addon', () => nativeBuild());
 

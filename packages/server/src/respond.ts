@@ -19,12 +19,12 @@
 // (primePrompt), so each choice, the first too, finds all of it but its last token in the slot's
 // cache and evaluates that token alone. The cost is latency: about n times one answer's decode.
 import type { ChatMessage, GenerateOptions, Generation, GenerationResult, MessageDelta, ResolvedStreamOptions, Session, TokenEvent, TokenMetrics } from '@bmoe/engine';
+import { MIN_EVALUATED_TOKENS, reusedPrefix } from '@bmoe/engine';
 import type { FastifyReply } from 'fastify';
 import { engineError, shuttingDown, type ApiError } from './errors.js';
 import type { Endpoint, ServerMetrics } from './metrics.js';
 import { ChoiceLogprobsWriter, charCount } from './logprobs.js';
 import { ResponseShapes, bmoeResult, choicesSummary, choicesUsage, usageOf, type BodyChoice } from './shapes.js';
-import { commonPrefix } from './slot-choice.js';
 import { createSse, type Sse } from './sse.js';
 import type { BmoeResult, FinishReason, RequestTimings, Usage } from './types.js';
 
@@ -174,7 +174,7 @@ export async function respond(session: Session, reply: FastifyReply, spec: Gener
 async function primePrompt(session: Session, spec: GenerationSpec, signal: AbortSignal, ctx: RespondContext, prompt: readonly number[]): Promise<GenerationResult | null> {
   if (spec.n === 1 || spec.generate.promptLogprobs || prompt.length < 2) return null;
   // A prompt cached but its last two tokens (which every generation evaluates again) needs none.
-  if (commonPrefix(session.cachedTokens, prompt) >= prompt.length - 2) return null;
+  if (reusedPrefix(session.cachedTokens, prompt) >= prompt.length - MIN_EVALUATED_TOKENS) return null;
   const { logprobs: _logprobs, ...options } = choiceOptions(spec, 0);
   try {
     const result = await session.generate(spec.input, { ...options, maxTokens: 1, signal }).result;

@@ -2,13 +2,7 @@
 // first: llama-server's rule (the longest common prefix of the prompt with what a slot holds,
 // when it keeps enough of it; else an empty or the least recently used slot). Pure.
 
-/** Tokens `a` and `b` share from the start. */
-export function commonPrefix(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
+import { commonPrefix } from '@bmoe/engine';
 
 export interface SlotView {
   busy: boolean;

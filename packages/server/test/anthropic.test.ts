@@ -115,6 +115,10 @@ describe.skipIf(!native)('Anthropic Messages API with @anthropic-ai/sdk (tiny qw
     const start = events[0]!.data as { message: Anthropic.Message };
     expect(start.message).toMatchObject({ type: 'message', role: 'assistant', content: [], stop_reason: null, model });
     expect(start.message.usage.input_tokens + (start.message.usage.cache_read_input_tokens ?? 0)).toBe(body.usage.input_tokens + (body.usage.cache_read_input_tokens ?? 0));
+    // message_start says beforehand what the generation then reuses (the prompt is in the slot).
+    const end = events.find((e) => e.event === 'message_delta')!.data as { usage: Anthropic.Usage };
+    expect(start.message.usage.cache_read_input_tokens).toBe(end.usage.cache_read_input_tokens);
+    expect(end.usage.cache_read_input_tokens).toBeGreaterThan(0);
     expect(events[2]!.data).toMatchObject({ index: 0, content_block: { type: 'text', text: '' } });
     const deltas = events.filter((e) => e.event === 'content_block_delta');
     expect(deltas.every((d) => (d.data as { index: number; delta: { type: string } }).index === 0 && (d.data as { delta: { type: string } }).delta.type === 'text_delta')).toBe(true);

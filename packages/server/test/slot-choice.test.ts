@@ -1,17 +1,11 @@
 // The slot rule (pure): where a prompt goes, what is saved before a slot is reused, what is restored.
 import { describe, expect, it } from 'vitest';
-import { commonPrefix, pickSaved, pickSlot, RESTORE_MIN_GAIN, SAVE_MIN_TOKENS, worthSaving } from '../src/slot-choice.js';
+import { pickSaved, pickSlot, RESTORE_MIN_GAIN, SAVE_MIN_TOKENS, worthSaving } from '../src/slot-choice.js';
 
 const range = (a: number, b: number): number[] => Array.from({ length: b - a }, (_, i) => a + i);
 const slot = (cached: number[], lastUsed = 0, busy = false) => ({ cached, lastUsed, busy });
 
 describe('slot choice', () => {
-  it('common prefix', () => {
-    expect(commonPrefix([1, 2, 3], [1, 2, 4])).toBe(2);
-    expect(commonPrefix([], [1])).toBe(0);
-    expect(commonPrefix(Int32Array.from([5, 6]), [5, 6, 7])).toBe(2);
-  });
-
   it('the next turn of a conversation goes to the slot that holds it, whatever its age', () => {
     const a = range(0, 100);
     const b = [...range(0, 10), ...range(500, 590)]; // same first 10 tokens (a shared template start)

@@ -5,12 +5,11 @@
 // error handler), an `error` event after. As llama-server's handle_completions_impl does with
 // TASK_RESPONSE_TYPE_ANTHROPIC (tools/server/server-context.cpp): the events are named SSE events
 // (`event:` lines), and no `[DONE]` ends them.
-import type { Generation, Model } from '@bmoe/engine';
+import { reusedPrefix, type Generation, type Model } from '@bmoe/engine';
 import { engineError } from '../errors.js';
 import { SSE_OPEN_AFTER_MS, constraintParam, readGeneration, settle } from '../respond.js';
 import type { Responder } from '../serve.js';
 import { bmoeResult } from '../shapes.js';
-import { commonPrefix } from '../slot-choice.js';
 import { createSse } from '../sse.js';
 import { anthropicErrorBody } from './errors.js';
 import { endingOf, matchedStop, messageBody, messageId, resultUsage, usageOf } from './response.js';
@@ -19,8 +18,8 @@ import { AnthropicEvents, type StreamEvent } from './stream.js';
 /** The responder of /v1/messages; `model` reads the answer's tokens back (which stop sequence ended it). */
 export function anthropicResponder(model: Model): Responder {
   return async (session, reply, spec, signal, ctx, prompt) => {
-    // What message_start reports: the prompt, and the part of it the slot holds (evaluated again: at most all but one).
-    const reused = Math.min(commonPrefix(session.cachedTokens, prompt), Math.max(prompt.length - 1, 0));
+    // What message_start reports: the prompt, and the part of it the slot holds and reuses.
+    const reused = reusedPrefix(session.cachedTokens, prompt);
     let gen: Generation;
     try {
       gen = session.generate(spec.input, { ...spec.generate, signal });
