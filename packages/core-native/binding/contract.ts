@@ -41,6 +41,7 @@ export const NATIVE_PARAMS = {
     contextShift: { type: 'bool', default: false },
     nProbs: { type: 'int32', default: -1, min: -1, max: 20 },
     promptLogprobs: { type: 'bool', default: false },
+    background: { type: 'bool', default: false },
     grammarStepMs: { type: 'int32', default: 10000, min: 1, max: 600000 },
   },
   model: {
@@ -173,6 +174,12 @@ export interface NativeGenerateFields {
    * false.
    */
   promptLogprobs?: boolean;
+  /**
+   * Background work (a turn preparation): its prompt is evaluated only in steps where no other
+   * generation's prompt waits, at most 64 tokens a step, and a request that arrives during such a
+   * step stops it at its next graph node (the chunk is evaluated again later). Default false.
+   */
+  background?: boolean;
   /**
    * One sampling step under a grammar may take this long before the request fails naming the
    * grammar. Default 10000.

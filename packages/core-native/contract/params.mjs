@@ -65,6 +65,7 @@ export const PARAMS = {
       { key: 'contextShift', cpp: 'context_shift', type: 'bool', default: false, doc: 'When the context fills, drop the older half and go on (llama.cpp --context-shift) instead of stopping with "context".' },
       { key: 'nProbs', cpp: 'n_probs', type: 'int32', default: -1, min: -1, max: 20, doc: "Log-probabilities: each token's event carries its own and the nProbs most likely tokens' at its position (the model's distribution before sampling, as llama-server's n_probs); -1 = none." },
       { key: 'promptLogprobs', cpp: 'prompt_logprobs', type: 'bool', default: false, doc: "Score the prompt: the result carries each prompt token's log-probability after the ones before it (and nProbs alternatives); the whole prompt is evaluated again (no prefix reuse)." },
+      { key: 'background', cpp: 'background', type: 'bool', default: false, doc: "Background work (a turn preparation): its prompt is evaluated only in steps where no other generation's prompt waits, at most 64 tokens a step, and a request that arrives during such a step stops it at its next graph node (the chunk is evaluated again later)." },
       { key: 'grammarStepMs', cpp: 'grammar_step_ms', type: 'int32', default: 10000, min: 1, max: 600000, doc: 'One sampling step under a grammar may take this long before the request fails naming the grammar.' },
     ],
   },

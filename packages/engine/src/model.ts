@@ -90,7 +90,6 @@ export interface Model {
    * The prompt tokens `session.generate(input, options)` would evaluate (the template applied,
    * tools and the generation prompt included), prepared off the JS thread: what a server compares
    * with its sessions' `cachedTokens` to send a conversation where its prefix is cached.
-   * A request is coming: it stops the sessions' turn preparations (SessionOptions.prepareTurns).
    * Throws as generate() does for bad options.
    */
   promptTokens(input: string | readonly ChatMessage[], options?: GenerateOptions): Promise<number[]>;
@@ -314,7 +313,6 @@ class ModelImpl implements Model {
     this.ensureOpen();
     const opts = resolveGenerateOptions(options);
     const req = checkRequest(this.native, typeof input === 'string' ? input : checkMessages(input), opts);
-    for (const s of this.sessions) s.stopPrep();
     const plan = await preparePrompt(this.native, req);
     this.prepared.keep(req, plan);
     return Array.from(plan.tokens);

@@ -77,19 +77,11 @@ export interface Session {
 /** One native context shared by the sessions of `Model.createSessions` (one sequence each). */
 export class SharedContext {
   private users: number;
-  /** Turn preparations running on its sequences: any generation on the context stops them. */
-  readonly preps = new Set<TurnPrep>();
-  /** Generations running on its sequences (a preparation starts only when there are none). */
-  generating = 0;
   constructor(
     readonly native: NativeContext,
     users: number,
   ) {
     this.users = users;
-  }
-  /** Stops every turn preparation on the context (idle work never delays a request). */
-  stopPreps(): void {
-    for (const p of this.preps) p.stop();
   }
   /** One session is done with it: the last one closes it. */
   release(): void {
@@ -158,19 +150,12 @@ export class SessionImpl implements Session {
     await this.prep?.done;
   }
 
-  /** Stops this session's turn preparation (no wait: a generation on another sequence needs none). */
-  stopPrep(): void {
-    this.prep?.stop();
-  }
-
   /** After a chat generation that ended normally: what the next turn starts with, evaluated while the client is away. */
   private startPrep(req: PromptRequest): void {
     const { model, context, seq, options } = this.deps;
-    const prep = new TurnPrep({ model, ctx: context.native, seq, contextSize: options.contextSize, idle: () => context.generating === 0 }, req);
+    const prep = new TurnPrep({ model, ctx: context.native, seq, contextSize: options.contextSize }, req);
     this.prep = prep;
-    context.preps.add(prep);
     void prep.done.then(() => {
-      context.preps.delete(prep);
       if (this.prep === prep) this.prep = null;
     });
   }
@@ -369,9 +354,8 @@ export class SessionImpl implements Session {
   ): Generation {
     const { model, seq } = this.deps;
     const ctx = this.ctx;
-    // A request stops the turn preparations on the context: they are idle work.
-    this.deps.context.stopPreps();
-    this.deps.context.generating++;
+    // A request stops its own session's turn preparation (the others' wait in the background).
+    this.prep?.stop();
     // The messages sent, once fitted (the oldest turns dropped); a chat keeps them as its history.
     let sent = messagesOf(req);
     // Busy before the generation starts: an already-aborted signal settles inside the constructor.
@@ -436,7 +420,6 @@ export class SessionImpl implements Session {
       onSettled: (res) => {
         this.running = false;
         this.current = null;
-        this.deps.context.generating--;
         if (res && chat) chat.done(sent, res);
         if (res && this.deps.options.prepareTurns && req.kind !== 'text' && !this.closed && PREPARED_AFTER.has(res.stopReason)) {
           this.startPrep(withMessages(req, [...sent, historyMessage(res.message)]));

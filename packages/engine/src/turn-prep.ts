@@ -5,8 +5,10 @@
 // as generated is often not what the template renders back (the chat format trims a leading space,
 // a template drops past turns' reasoning), so the cached prefix ends where the answer starts.
 // The KV entries are those of the rendered tokens, the same a cold run evaluates, so the next
-// turn's output does not change. Any generation on the context stops it at once (idle work must
-// never delay a request); what its decode had finished stays cached.
+// turn's output does not change. It is background work: it starts a moment after the turn (a client
+// that sends its next request at once goes first), the native generator evaluates it only in steps
+// no other prompt needs and stops such a step for a request that arrives (native `background`),
+// and a generation on its own session stops it; what it had finished stays cached.
 import type { NativeContext, NativeModel } from '@bmoe/core-native';
 import type { ChatMessage } from './messages.js';
 import { resolveGenerateOptions } from './options/api.js';
@@ -36,9 +38,13 @@ export interface TurnPrepDeps {
   ctx: NativeContext;
   seq: number;
   contextSize: number;
-  /** No generation runs on the context: a preparation must not join another's decode steps. */
-  idle(): boolean;
 }
+
+/**
+ * How long after a turn the preparation starts: a client that sends its next request at once
+ * (a script, an agent's loop) gets the context first, its prompt not queued behind a chunk.
+ */
+export const PREP_DELAY_MS = 50;
 
 /** Greedy defaults: the prep samples nothing (maxTokens 0), its sampler only sees the prompt. */
 const PREP_PARAMS = nativeGenerateParams(resolveGenerateOptions({}));
@@ -72,14 +78,14 @@ export class TurnPrep {
 
   private async run(req: PromptRequest): Promise<number> {
     // A caller that starts its next generation right after the last one settled (n choices, a
-    // priming call) stops this before any work is done.
-    await new Promise((resolve) => setImmediate(resolve));
+    // priming call, a client's next request) stops this or gets ahead of it.
+    await new Promise((resolve) => setTimeout(resolve, PREP_DELAY_MS));
     if (this.stopped || req.kind === 'text') return 0;
     const { model, ctx, seq, contextSize } = this.deps;
     const [a, b] = nextTurnVariants(req.messages);
     const [pa, pb] = await Promise.all([preparePrompt(model, withMessages(req, a)), preparePrompt(model, withMessages(req, b))]);
     // A prompt with images is not prepared (its cells need the generation's media handle).
-    if (this.stopped || pa.media || pb.media || !this.deps.idle()) return 0;
+    if (this.stopped || pa.media || pb.media) return 0;
     const n = commonPrefix(pa.tokens, pb.tokens);
     if (n < 2 || n >= contextSize) return 0;
     const target = pa.tokens.slice(0, n);
@@ -88,7 +94,7 @@ export class TurnPrep {
     if (keep === n) return 0;
     this.base = Array.from(cached.subarray(0, keep));
     try {
-      const res = await ctx.generate({ ...PREP_PARAMS, tokens: target, maxTokens: 0, seq }, () => undefined);
+      const res = await ctx.generate({ ...PREP_PARAMS, tokens: target, maxTokens: 0, seq, background: true }, () => undefined);
       return res.stopReason === 'abort' ? 0 : res.promptTokens - res.promptTokensReused;
     } finally {
       this.base = null;

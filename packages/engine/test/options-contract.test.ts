@@ -11,7 +11,7 @@ const ROWS = OPTION_TABLE as readonly OptionRow[];
 const NATIVE_ROWS = ROWS.filter((r) => r.native && r.native.key !== 'stream' && !r.native.key.startsWith('kvOverrides.'));
 
 /** Contract fields the binding reads that are no option of the table (set by the engine itself). */
-const BINDING_ONLY = ['chatFormat.addAssistant', 'context.embeddings', 'context.nSeq', 'context.pooling', 'generate.grammarStepMs', 'generate.seq', 'logitBias.token', 'logitBias.bias'];
+const BINDING_ONLY = ['chatFormat.addAssistant', 'context.embeddings', 'context.nSeq', 'context.pooling', 'generate.background', 'generate.grammarStepMs', 'generate.seq', 'logitBias.token', 'logitBias.bias'];
 
 describe('the option table against the contract', () => {
   it.each(NATIVE_ROWS.map((r) => [r.key, r] as const))('%s names a contract field of its kind, range and default', (_key, row) => {

@@ -62,8 +62,9 @@ describe('the option table', () => {
     expectTypeOf<NativeKeysOf<'context'>>().toEqualTypeOf<Exclude<keyof NativeContextParams, 'nSeq' | 'embeddings' | 'pooling'>>();
     // logitBias is a list, not a row (the addon takes it; the engine does not expose it yet).
     // grammarStepMs: the sampler's time budget per step, kept at its default by the engine (tests lower it).
-    // seq: the session's sequence, set by the session; media: the prompt's images, from prepareChat.
-    type GenerateKeys = Exclude<keyof NativeGenerateRequest, 'tokens' | 'sampling' | 'grammar' | 'grammarStepMs' | 'seq' | 'media'> | `sampling.${Exclude<keyof NativeSampling, 'logitBias'>}`;
+    // seq: the session's sequence, set by the session; media: the prompt's images, from prepareChat;
+    // background: a turn preparation's (turn-prep.ts), not a request's.
+    type GenerateKeys = Exclude<keyof NativeGenerateRequest, 'tokens' | 'sampling' | 'grammar' | 'grammarStepMs' | 'seq' | 'media' | 'background'> | `sampling.${Exclude<keyof NativeSampling, 'logitBias'>}`;
     expectTypeOf<NativeKeysOf<'generate'>>().toEqualTypeOf<GenerateKeys>();
   });
 

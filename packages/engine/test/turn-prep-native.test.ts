@@ -1,9 +1,10 @@
 // Turn preparation (SessionOptions.prepareTurns) through the native addon on generated fixtures:
 // after a chat turn the session evaluates the answer as the template renders it back and the next
 // message's header, so the next turn evaluates only its new message, and its answer is the one a
-// session without preparation gives. Any generation on the context stops it before it starts;
-// save() and reset() while it runs wait for it. Two architectures (Qwen3's format, gpt-oss's
-// harmony, whose past answers drop their analysis channel), two model seeds, three conversations.
+// session without preparation gives. It runs in the background beside another session's request,
+// which gets the tokens it gets alone; save() and reset() while it runs wait for it. Two
+// architectures (Qwen3's format, gpt-oss's harmony, whose past answers drop their analysis
+// channel), two model seeds, three conversations.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -76,16 +77,21 @@ describe.runIf(nativeAvailable).each(FIXTURES)('turn preparation on $preset seed
     }
   });
 
-  it('a generation on another session of the context stops it before it starts', async () => {
+  it('runs in the background beside another session, which answers as alone; the next turn evaluates only its new message', async () => {
     const [a, b] = model.createSessions(2, { prepareTurns: true });
     try {
-      await a!.chat(QUESTIONS[0]!, OPTS).result;
-      const before = a!.cachedTokens;
-      // Called as the turn settles, before the preparation's first step.
-      await b!.generate([{ role: 'user', content: QUESTIONS[1]! }], OPTS).result;
-      expect(a!.cachedTokens).toEqual(before);
-      // A's conversation goes on from what it holds, with the answer a fresh session gives.
+      const first = await a!.chat(QUESTIONS[0]!, OPTS).result;
+      // Another session's request at once: its prompt goes first, its decode steps alternate with
+      // the preparation's chunks, and its tokens are those it gets alone.
+      const ask: ChatMessage[] = [{ role: 'user', content: QUESTIONS[1]! }];
+      const beside = await b!.generate(ask, { maxTokens: 24 }).result;
+      await using solo = model.createSession();
+      expect(beside.tokens).toEqual((await solo.generate(ask, { maxTokens: 24 }).result).tokens);
+      const prepared = await settled(a!);
+      expect(prepared.length, 'the preparation ran').toBeGreaterThan(first.promptTokens);
+      // A's conversation goes on from the prepared turn, with the answer a fresh session gives.
       const again = await a!.chat('And then?', OPTS).result;
+      expect(again.promptTokensReused).toBe(Math.min(prepared.length, again.promptTokens - 2));
       await using fresh = model.createSession();
       fresh.setHistory(a!.history.slice(0, 2));
       const cold = await fresh.chat('And then?', OPTS).result;

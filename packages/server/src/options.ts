@@ -42,8 +42,9 @@ export interface ServerOptions {
   /**
    * Turn preparation (the engine's SessionOptions.prepareTurns): after a chat answer, while the
    * client reads it, the slot evaluates the answer as the template renders it back and the next
-   * message's header, so the next turn evaluates only its new message. Stopped by any request at
-   * once; the answers do not change. Default true.
+   * message's header, so the next turn evaluates only its new message. Background work: other
+   * requests' prompts go first and a request arriving stops its step at once; the answers do not
+   * change. Default true.
    */
   prepareTurns?: boolean;
   /**

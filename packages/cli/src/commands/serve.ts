@@ -106,7 +106,7 @@ function serveCommand(program: Command): Command {
     .option('--parallel <N>', 'slots, as llama-server --parallel: conversations whose KV cache is kept at once, decoded together; a request goes to the slot holding the longest prefix of its prompt (default: as many as fit in half the memory the model leaves, 1 to 4, said at start)', intRange(1, 64))
     .option('--kv-dir <dir>', "save a conversation a slot gives up to DIR and restore it when it comes back (across restarts too); a full disk evicts, never fails a request (default: none)")
     .option('--kv-dir-mb <N>', "the --kv-dir budget in MiB: least recently used conversations go beyond it (default 4096)", intRange(1, 2 ** 30))
-    .option('--no-prepare-turns', "do not evaluate, after a chat answer and while the client is away, the answer as the template renders it back (by default a slot does, so the next turn evaluates only its new message; any request stops it at once)")
+    .option('--no-prepare-turns', "do not evaluate, after a chat answer and while the client is away, the answer as the template renders it back (by default a slot does, in the background, so the next turn evaluates only its new message; a request arriving stops its step at once)")
     .option('--model-id <name>', "the model's name in /v1/models and in answers (default: the file name without .gguf); requests may name any model")
     .option('--alias <names>', 'more names /v1/models lists for the model (comma-separated, repeatable), as llama-server --alias', addList)
     .option('--cors <origins>', "web origins whose pages may call the server (https://app.example, http://localhost:5173; comma-separated, repeatable; '*' = any): CORS headers and preflight for those only (default: none)", addOrigins)

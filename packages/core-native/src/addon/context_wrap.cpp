@@ -172,6 +172,7 @@ void context_wrap::loop() {
             if (quit && inbox.empty() && op_inbox.empty() && active.empty()) return;
             joining.swap(inbox);
             ops.swap(op_inbox);
+            gen->foreground_waiting.store(false);
         }
         for (seq_op * op : ops) {
             try {
@@ -275,6 +276,7 @@ Napi::Value context_wrap::generate(const Napi::CallbackInfo & info) {
     {
         std::lock_guard<std::mutex> lock(mu);
         inbox.push_back(job);
+        if (!job->g.req.background) gen->foreground_waiting.store(true);
     }
     wake.notify_one();
     return promise;

@@ -224,6 +224,7 @@ inline generate_request read_generate_request(js_reader & r, const Napi::Object 
     req.n_probs         = (int32_t) r.integer(o, k::n_probs);
     req.prompt_logprobs = r.boolean(o, k::prompt_logprobs);
     req.context_shift   = r.boolean(o, k::context_shift);
+    req.background      = r.boolean(o, k::background);
     req.grammar_step_ms = (int32_t) r.integer(o, k::grammar_step_ms);
     Napi::Value sv = o.Get("sampling");
     if (sv.IsObject()) req.sampling = read_sampling(r, sv.As<Napi::Object>());

@@ -22,6 +22,9 @@ namespace bmoe {
 
 namespace {
 
+// A background prompt's chunk (a request arriving during it stops it at the next graph node).
+constexpr size_t background_chunk = 64;
+
 void batch_add(llama_batch & b, llama_token t, llama_pos pos, llama_seq_id seq, bool logits) {
     const int32_t i = b.n_tokens++;
     b.token[i]     = t;
@@ -103,6 +106,7 @@ int32_t generator::n_ctx_seq() const {
 
 bool generator::should_abort() const {
     if (stop_decode.load(std::memory_order_relaxed)) return true;
+    if (background_step && foreground_waiting.load(std::memory_order_relaxed)) return true;
     // A decode stops mid-graph only when every generation in it was aborted: one client leaving
     // must not cost the others their step.
     if (in_batch.empty()) return false;
@@ -209,10 +213,13 @@ void generator::plan_step(const std::vector<generation *> & active) {
     // A step decodes the generating sequences' next tokens or evaluates prompt chunks, never both:
     // a decoded token takes the kernels it takes alone (upstream's), a prompt the batch-invariant
     // ones (patch 0008). With both waiting, steps alternate, so running streams keep flowing.
-    bool prompts = false, decodes = false;
+    // A background prompt (a turn preparation) waits while any other prompt does, and goes in
+    // small chunks: a request arriving during its step waits for one chunk at most.
+    bool prompts = false, decodes = false, foreground_prompts = false;
     for (const generation * g : active) {
         if (g->done) continue;
         (g->in_prompt ? prompts : decodes) = true;
+        foreground_prompts = foreground_prompts || (g->in_prompt && !g->req.background);
     }
     const bool prompt_step = prompts && (!decodes || !last_step_prompt || !invariant_prompts);
     const bool decode_step = decodes && (!prompts || !prompt_step || !invariant_prompts);
@@ -227,11 +234,13 @@ void generator::plan_step(const std::vector<generation *> & active) {
     }
     // Then prompt chunks in what is left of n_batch.
     for (generation * g : active) {
-        if (!prompt_step || g->done || !g->in_prompt || used >= batch_cap || !admit(*g)) continue;
+        if (!prompt_step || g->done || !g->in_prompt || used >= batch_cap) continue;
+        if (!admit(*g) || (g->req.background && foreground_prompts)) continue;
         if (const media_span * s = pending_media(*g)) {
             if (!step_media(*g, *s)) continue;
         }
-        size_t n = text_before_media(*g, std::min(g->pending.size() - g->pending_at, (size_t) (batch_cap - used)));
+        const size_t cap = g->req.background ? std::min(background_chunk, (size_t) (batch_cap - used)) : (size_t) (batch_cap - used);
+        size_t n = text_before_media(*g, std::min(g->pending.size() - g->pending_at, cap));
         // A chunk that would leave one token alone for the next step leaves two (see keep_cached_prefix).
         if (n >= 2 && g->pending.size() - g->pending_at - n == 1) n--;
         if (n == 0) continue;
@@ -258,12 +267,14 @@ void generator::fill_batch() {
             batch_add(batch, g->next, p0, seq, true);
             continue;
         }
-        // A prompt's last token asks for logits (every token's with prompt_logprobs).
+        // A prompt's last token asks for logits (every token's with prompt_logprobs), unless nothing
+        // is sampled (max_tokens 0, a turn preparation): a step without outputs skips the output
+        // layer, about 30 ms a step on the 3-layer Qwen3-30B-A3B shape (its 151,936-row head).
         g->prompt_row = batch.n_tokens;
         for (int32_t i = 0; i < g->n_in_batch; i++) {
             const bool last = g->pending_at + (size_t) i + 1 == g->pending.size();
             if (last) g->logits_at = batch.n_tokens;
-            batch_add(batch, g->pending[g->pending_at + (size_t) i], p0 + (llama_pos) i, seq, last || g->req.prompt_logprobs);
+            batch_add(batch, g->pending[g->pending_at + (size_t) i], p0 + (llama_pos) i, seq, (last && g->req.max_tokens > 0) || g->req.prompt_logprobs);
         }
     }
 }
@@ -281,6 +292,7 @@ void generator::step(const std::vector<generation *> & active) {
     // decoded alone does.
     const bool prompt = std::any_of(in_batch.begin(), in_batch.end(), [](const generation * g) { return g->in_prompt; });
     last_step_prompt = prompt;
+    background_step = std::all_of(in_batch.begin(), in_batch.end(), [](const generation * g) { return g->in_prompt && g->req.background; });
     const bool invariant = invariant_prompts && prompt && batch.n_tokens > 1;
 #ifdef BMOE_HAVE_BATCH_INVARIANT
     llama_set_batch_invariant(ctx, prompt);
@@ -299,10 +311,18 @@ void generator::step(const std::vector<generation *> & active) {
         why = "llama_decode failed with code " + std::to_string(rc);
     }
     const bool aborted = rc != 0 && why.empty();
+    // Background chunks stopped for a request that arrived: not consumed, evaluated again later.
+    const bool preempted = aborted && background_step && foreground_waiting.load() && !stop_decode.load();
+    if (preempted) last_step_prompt = false;
+    background_step = false;
     for (generation * gp : in_batch) {
         generation & g = *gp;
         if (!why.empty()) {
             fail(g, why);
+            continue;
+        }
+        if (preempted && !g.abort.load()) {
+            drop_uncached(g.req.seq);
             continue;
         }
         if (aborted) {

@@ -108,10 +108,12 @@ export interface SessionOptions {
    * answer as the template renders it back, and the next message's header — so the next turn
    * evaluates only its new message. The answer as generated is often not what the template renders
    * back (a trimmed leading space, reasoning dropped from past turns), and without this every turn
-   * evaluates the previous answer again. The next turn's output is the same either way. It runs
-   * only while no generation runs on the context, and any generate()/chat() on the context or
-   * `model.promptTokens()` stops it at once; `save()` waits for it (the file holds the prepared
-   * turn). Default false (`bmoe serve` and `bmoe chat` turn it on).
+   * evaluates the previous answer again. The next turn's output is the same either way. It is
+   * background work: it starts 50 ms after the turn, its prompt is evaluated only in steps no
+   * other generation's prompt needs (alternating with other sessions' decode steps), a request
+   * arriving during such a step stops the step at once (it is evaluated again later), and a
+   * generate()/chat() on this session stops the preparation; `save()` waits for it (the
+   * file holds the prepared turn). Default false (`bmoe serve` and `bmoe chat` turn it on).
    */
   prepareTurns?: boolean;
 }

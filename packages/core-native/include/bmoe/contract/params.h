@@ -95,6 +95,7 @@ inline constexpr bool_field want_logits{ "logits", false };
 inline constexpr bool_field context_shift{ "contextShift", false };
 inline constexpr int_field n_probs{ "nProbs", -1LL, -1LL, 20LL };
 inline constexpr bool_field prompt_logprobs{ "promptLogprobs", false };
+inline constexpr bool_field background{ "background", false };
 inline constexpr int_field grammar_step_ms{ "grammarStepMs", 10000LL, 1LL, 600000LL };
 }  // namespace generate
 

@@ -38,6 +38,8 @@ struct generate_request {
     int32_t                  n_probs = (int32_t) contract::generate::n_probs.def;
     // Score the prompt too: logits at every prompt position, so no cached prefix is reused.
     bool                     prompt_logprobs = contract::generate::prompt_logprobs.def;
+    // Background work (a turn preparation): its prompt waits for the steps no other prompt needs.
+    bool                     background = contract::generate::background.def;
     // The prompt's images (runtime/media): their cells in `tokens` carry media tokens; null = text.
     std::shared_ptr<const media_prompt> media;
 };
@@ -119,6 +121,10 @@ struct generator {
     // Raised by the observer (a decode it cannot finish) or by the owner (closing): the running
     // llama_decode stops at its next graph node. Cleared at the start of every step.
     std::atomic<bool>        stop_decode{false};
+    // Raised by the owner when a request that is not background work arrives, lowered when it
+    // joins: a step of background prompt chunks only (turn preparations) then stops at its next
+    // graph node, and the chunks are evaluated again later; the request waits for no chunk.
+    std::atomic<bool>        foreground_waiting{false};
     // How the compute threads wait at ggml's barriers, chosen before each decode (compute/), and
     // the context's pool, whose polling between graphs follows it (null: none attached).
     wait_policy              waits;
@@ -191,6 +197,7 @@ struct generator {
     llama_batch                     batch{};
     int32_t                         batch_cap = 0;
     std::vector<generation *>       in_batch;  // read by should_abort during the decode
+    bool                            background_step = false;  // in_batch holds background prompt chunks only
 };
 
 }  // namespace bmoe
