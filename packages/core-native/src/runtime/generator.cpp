@@ -213,14 +213,22 @@ void generator::plan_step(const std::vector<generation *> & active) {
     // A step decodes the generating sequences' next tokens or evaluates prompt chunks, never both:
     // a decoded token takes the kernels it takes alone (upstream's), a prompt the batch-invariant
     // ones (patch 0008). With both waiting, steps alternate, so running streams keep flowing.
-    // A background prompt (a turn preparation) waits while any other prompt does, and goes in
-    // small chunks: a request arriving during its step waits for one chunk at most.
-    bool prompts = false, decodes = false, foreground_prompts = false;
+    // A background prompt (a turn preparation) waits while any other prompt does, and while other
+    // sequences decode it takes at most a quarter of the time: a long one must not slow their
+    // streams to a crawl (a step of 64 prompt tokens costs several decode steps).
+    bool decodes = false, foreground_prompts = false, background_prompts = false;
+    for (generation * g : active) {
+        // An aborted prompt ends now, not at its next turn in a step (its sequence's next call waits).
+        if (!g->done && g->in_prompt && g->abort.load()) admit(*g);
+    }
     for (const generation * g : active) {
         if (g->done) continue;
-        (g->in_prompt ? prompts : decodes) = true;
-        foreground_prompts = foreground_prompts || (g->in_prompt && !g->req.background);
+        if (!g->in_prompt) decodes = true;
+        else (g->req.background ? background_prompts : foreground_prompts) = true;
     }
+    const bool background_ok = background_prompts && !foreground_prompts &&
+                               (!decodes || now_ms() - background_end_ms >= 3 * background_ms);
+    const bool prompts = foreground_prompts || background_ok;
     const bool prompt_step = prompts && (!decodes || !last_step_prompt || !invariant_prompts);
     const bool decode_step = decodes && (!prompts || !prompt_step || !invariant_prompts);
     for (generation * g : active) {
@@ -235,7 +243,7 @@ void generator::plan_step(const std::vector<generation *> & active) {
     // Then prompt chunks in what is left of n_batch.
     for (generation * g : active) {
         if (!prompt_step || g->done || !g->in_prompt || used >= batch_cap) continue;
-        if (!admit(*g) || (g->req.background && foreground_prompts)) continue;
+        if (!admit(*g) || (g->req.background && !background_ok)) continue;
         if (const media_span * s = pending_media(*g)) {
             if (!step_media(*g, *s)) continue;
         }
@@ -299,6 +307,7 @@ void generator::step(const std::vector<generation *> & active) {
 #endif
     const barrier_counts b0 = barrier_begin(waits, threadpool);
     decode_timer  timer(observer, &stop_decode);
+    const double  t0 = now_ms();
     const int32_t rc = llama_decode(ctx, batch);
     const token_metrics m = timer.finish();
     barrier_end(waits, b0);
@@ -314,6 +323,10 @@ void generator::step(const std::vector<generation *> & active) {
     // Background chunks stopped for a request that arrived: not consumed, evaluated again later.
     const bool preempted = aborted && background_step && foreground_waiting.load() && !stop_decode.load();
     if (preempted) last_step_prompt = false;
+    if (background_step) {
+        background_end_ms = now_ms();
+        background_ms     = background_end_ms - t0;
+    }
     background_step = false;
     for (generation * gp : in_batch) {
         generation & g = *gp;

@@ -110,7 +110,7 @@ export interface SessionOptions {
    * back (a trimmed leading space, reasoning dropped from past turns), and without this every turn
    * evaluates the previous answer again. The next turn's output is the same either way. It is
    * background work: it starts 50 ms after the turn, its prompt is evaluated only in steps no
-   * other generation's prompt needs (alternating with other sessions' decode steps), a request
+   * other generation's prompt needs (at most a quarter of the time while others decode), a request
    * arriving during such a step stops the step at once (it is evaluated again later), and a
    * generate()/chat() on this session stops the preparation; `save()` waits for it (the
    * file holds the prepared turn). Default false (`bmoe serve` and `bmoe chat` turn it on).

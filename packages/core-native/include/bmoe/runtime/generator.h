@@ -198,6 +198,8 @@ struct generator {
     int32_t                         batch_cap = 0;
     std::vector<generation *>       in_batch;  // read by should_abort during the decode
     bool                            background_step = false;  // in_batch holds background prompt chunks only
+    double                          background_end_ms = 0;    // when the last background step ended (now_ms())
+    double                          background_ms     = 0;    // and how long it took
 };
 
 }  // namespace bmoe
