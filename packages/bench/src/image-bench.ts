@@ -9,6 +9,9 @@ import { join } from 'node:path';
 import { inspectModel } from '@bmoe/engine';
 import { createMemoryCgroup, dropCaches, removeCgroup, runInCgroup, type MemoryCgroup } from './cgroup.js';
 import { parseDoneEvent } from './run-output.js';
+import { median } from './waiting.js';
+
+export { median };
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -62,12 +65,6 @@ async function fixtures(o: ImageBenchOptions): Promise<{ model: string; image: s
   const image = join(o.workDir, `photo-${o.width}x${o.height}.jpg`);
   if (!existsSync(image)) await bmoe(o, ['make-image', '--out', image, '--width', String(o.width), '--height', String(o.height)]);
   return { model, image };
-}
-
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length === 0 ? NaN : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 export async function runImageBench(o: ImageBenchOptions): Promise<{ rows: ImageRow[]; model: string; image: string; expertBytes: number }> {

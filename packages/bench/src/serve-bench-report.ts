@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import { mean } from './serve-bench-script.js';
 import { roundRatio, type LoadRows, type LoadRun, type ResumeRun, type ServeBenchResult, type SidePair, type SideRun, type TurnSample } from './serve-bench.js';
 import type { Side } from './serve-bench-servers.js';
+import { median } from './waiting.js';
 
 export interface ReportRow {
   row: string;
@@ -112,33 +113,43 @@ const middle = (xs: readonly number[]): number | null => {
   return sorted[Math.floor(sorted.length / 2)]!;
 };
 
+/** The median of the pairs' ratios a[i] ÷ b[i] (the pairs both sides completed; an even count: the mean of the middle two), as text. */
+function pairRatio(a: readonly number[], b: readonly number[]): string {
+  const n = Math.min(a.length, b.length);
+  const r = median(Array.from({ length: n }, (_, i) => a[i]! / b[i]!).filter((x) => Number.isFinite(x)));
+  return Number.isNaN(r) ? '—' : r.toFixed(2);
+}
+
 /**
- * One client through `bmoe serve` against `bmoe run`, interleaved, measured alike: the medians of
- * the requests' rates and of the runs' (tokens per second from the first to the last token as each
- * consumer receives them: SSE chunks at the server's client, `--json` lines at the run's reader); the ratio
- * column is serve ÷ run. A second row sets the served rate against the run's decodes alone (its
+ * One client through `bmoe serve` against `bmoe run --chat` (the same user message), in pairs
+ * taking turns, measured alike: the medians of the requests' rates and of the runs' (tokens per
+ * second from the first to the last token as each consumer receives them: SSE chunks at the
+ * server's client, `--json` lines at the run's reader); the ratio column is the median of the
+ * pairs' serve ÷ run. A second row sets the served rate against the run's decodes alone (its
  * `generation:` median, the gaps between decodes not counted).
  */
 export function runReferenceRow(r: ServeBenchResult): ReportRow[] {
   const ref = r.runReference;
   if (!ref) return [];
-  const served = middle(ref.servedTokensPerSecond);
-  const delivered = middle(ref.deliveredTokensPerSecond);
-  const run = middle(ref.medianTokensPerSecond);
+  const of = (xs: readonly number[]): number | null => (xs.length === 0 ? null : median(xs));
+  const served = of(ref.servedTokensPerSecond);
+  const delivered = of(ref.deliveredTokensPerSecond);
+  const run = of(ref.medianTokensPerSecond);
   const fail = ref.error === null ? '' : ` (failed: ${ref.error})`;
   const serve = served === null ? `—${fail}` : `serve ${served.toFixed(1)} tok/s`;
+  const pairs = Math.min(ref.servedTokensPerSecond.length, ref.deliveredTokensPerSecond.length);
   return [
     {
-      row: '(b) 1 client, interleaved with `bmoe run`: tokens as received, medians of tok/s from first to last token (serve: SSE chunks; run: `--json` lines); ratio = serve ÷ run',
+      row: `(b) 1 client and \`bmoe run --chat\` with the same message, ${pairs} pairs taking turns (ABBA): tokens as received, medians of tok/s from first to last token (serve: SSE chunks; run: \`--json\` lines); ratio = the median of the pairs' serve ÷ run`,
       bmoe: serve,
       llama: delivered === null ? `—${fail}` : `bmoe run ${delivered.toFixed(1)} tok/s`,
-      ratio: ratio(served, delivered),
+      ratio: served === null || delivered === null ? '—' : pairRatio(ref.servedTokensPerSecond, ref.deliveredTokensPerSecond),
     },
     {
-      row: '(b) 1 client, the same runs: serve (as received) ÷ `bmoe run`\'s decodes alone (median decode rate; sampling and delivery not counted)',
+      row: '(b) 1 client, the same pairs: serve (as received) ÷ `bmoe run`\'s decodes alone (median decode rate; sampling and delivery not counted)',
       bmoe: serve,
       llama: run === null ? `—${fail}` : `bmoe run ${run.toFixed(1)} tok/s`,
-      ratio: ratio(served, run),
+      ratio: served === null || run === null ? '—' : pairRatio(ref.servedTokensPerSecond, ref.medianTokensPerSecond),
     },
   ];
 }

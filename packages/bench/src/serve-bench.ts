@@ -274,36 +274,46 @@ async function rowLoad(ctx: Ctx, side: Side, config: ServerConfig): Promise<Sess
 }
 
 /**
- * Row (b)'s reference: one client through `bmoe serve` against `bmoe run` on the same model, flags,
- * prompt and max_tokens, interleaved (a request, a run, `requests` times, the server idle during the
- * runs) so drift falls on both alike; the run's token lines are timed as this process reads them.
+ * Row (b)'s reference: one client through `bmoe serve` against `bmoe run --chat` on the same model,
+ * flags, user message and max_tokens (the same chat template and the same parse of the answer as
+ * the served chat request), in 2 × `requests` pairs taking turns in ABBA order (serve first in even
+ * pairs, the run first in odd ones, the server idle during the runs) so that a drift of the
+ * machine's speed falls on both alike; the run's token lines are timed as this process reads them.
  */
 async function runReference(ctx: Ctx): Promise<NonNullable<ServeBenchResult['runReference']>> {
   const config = serverConfig(ctx, 1);
   const flags = bmoeServeFlags(config).filter((f, i, all) => f !== '--parallel' && all[i - 1] !== '--parallel');
-  const argv = [...ctx.bmoe, 'run', ctx.model, '-p', loadPrompt(0, 0), '-n', String(ctx.loadMaxTokens), '--json', ...flags];
   const runs: number[] = [];
   const delivered: number[] = [];
   const served: number[] = [];
+  const runOnce = async (prompt: string, r: number): Promise<void> => {
+    const argv = [...ctx.bmoe, 'run', ctx.model, '--chat', '-p', prompt, '-n', String(ctx.loadMaxTokens), '--json', ...flags];
+    const cg = ctx.memLimitGiB === undefined ? null : createMemoryCgroup(Math.round(ctx.memLimitGiB * 1024 * MiB), `bmoe-bench-run-${process.pid}-${r}`);
+    try {
+      const lines = new TokenLineTimes();
+      const out = await runInCgroup(argv, cg, ctx.startTimeoutMs, { onStdout: (s) => lines.push(s, performance.now()) });
+      const done = parseDoneEvent(out.stdout);
+      if (!done) throw new Error(`bmoe run printed no summary (exit ${out.code}): ${out.stderr.trim().split('\n').slice(-1)[0] ?? ''}`);
+      runs.push(done.summary.medianTokensPerSecond);
+      pushReceivedRate(delivered, lines.times);
+    } finally {
+      if (cg) removeCgroup(cg);
+    }
+  };
   try {
     await session(ctx, 'bmoe', config, false, async (url, model) => {
-      for (let r = 0; r < ctx.requests; r++) {
-        const x = await streamChat(url, model, [{ role: 'user', content: loadPrompt(0, r) }], ctx.loadMaxTokens);
+      const serveOnce = async (prompt: string): Promise<void> => {
+        const x = await streamChat(url, model, [{ role: 'user', content: prompt }], ctx.loadMaxTokens);
         pushReceivedRate(served, x.tokenTimesMs);
-        const cg = ctx.memLimitGiB === undefined ? null : createMemoryCgroup(Math.round(ctx.memLimitGiB * 1024 * MiB), `bmoe-bench-run-${process.pid}-${r}`);
-        try {
-          const lines = new TokenLineTimes();
-          const out = await runInCgroup(argv, cg, ctx.startTimeoutMs, { onStdout: (s) => lines.push(s, performance.now()) });
-          const done = parseDoneEvent(out.stdout);
-          if (!done) throw new Error(`bmoe run printed no summary (exit ${out.code}): ${out.stderr.trim().split('\n').slice(-1)[0] ?? ''}`);
-          runs.push(done.summary.medianTokensPerSecond);
-          pushReceivedRate(delivered, lines.times);
-        } finally {
-          if (cg) removeCgroup(cg);
-        }
+      };
+      for (let r = 0; r < 2 * ctx.requests; r++) {
+        const prompt = loadPrompt(0, r);
+        if (r % 2 === 0) await serveOnce(prompt);
+        await runOnce(prompt, r);
+        if (r % 2 === 1) await serveOnce(prompt);
       }
     });
-    ctx.log(`serve: (b) one client vs bmoe run, interleaved, tok/s: serve ${served.map(f1)} · run delivered ${delivered.map(f1)} · run decodes ${runs.map(f1)}`);
+    ctx.log(`serve: (b) one client vs bmoe run --chat, in ABBA pairs, tok/s: serve ${served.map(f1)} · run delivered ${delivered.map(f1)} · run decodes ${runs.map(f1)}`);
     return { flags, servedTokensPerSecond: served, deliveredTokensPerSecond: delivered, medianTokensPerSecond: runs, error: null };
   } catch (err) {
     if (err instanceof CgroupError) throw err;

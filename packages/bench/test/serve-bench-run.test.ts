@@ -69,11 +69,11 @@ describe.runIf(native)('bmoe bench serve on the tiny fixture', () => {
     expect(res.resume!['llama-server'].result!.restoreMs).not.toBeNull();
     expect(res.resume!.bmoe.flags).toContain('--kv-dir');
     expect(res.resume!['llama-server'].flags).toContain('--slot-save-path');
-    // one client through the server, interleaved with as many `bmoe run`s
+    // one client through the server and `bmoe run --chat`, in two pairs taking turns (ABBA)
     expect(res.runReference!.error).toBeNull();
-    expect(res.runReference!.servedTokensPerSecond).toHaveLength(1);
-    expect(res.runReference!.medianTokensPerSecond).toHaveLength(1);
-    expect(res.runReference!.deliveredTokensPerSecond).toHaveLength(1);
+    expect(res.runReference!.servedTokensPerSecond).toHaveLength(2);
+    expect(res.runReference!.medianTokensPerSecond).toHaveLength(2);
+    expect(res.runReference!.deliveredTokensPerSecond).toHaveLength(2);
     expect(res.runReference!.flags).not.toContain('--parallel');
 
     const md = readFileSync(out, 'utf8');
@@ -85,8 +85,8 @@ describe.runIf(native)('bmoe bench serve on the tiny fixture', () => {
       '(a) conversation 2, turn 2: TTFT (cached of prompt tokens)',
       '(a) turn 2 TTFT ÷ turn 1 TTFT (mean of both conversations)',
       ...[1, 2, 4].flatMap((k) => [`(b) ${k} client${k === 1 ? '' : 's'}: generated tok/s (all clients)`, `(b) ${k} client${k === 1 ? '' : 's'}: time between tokens p50 / p95 (mean over clients)`]),
-      '(b) 1 client, interleaved with `bmoe run`: tokens as received, medians of tok/s from first to last token (serve: SSE chunks; run: `--json` lines); ratio = serve ÷ run',
-      "(b) 1 client, the same runs: serve (as received) ÷ `bmoe run`'s decodes alone (median decode rate; sampling and delivery not counted)",
+      "(b) 1 client and `bmoe run --chat` with the same message, 2 pairs taking turns (ABBA): tokens as received, medians of tok/s from first to last token (serve: SSE chunks; run: `--json` lines); ratio = the median of the pairs' serve ÷ run",
+      "(b) 1 client, the same pairs: serve (as received) ÷ `bmoe run`'s decodes alone (median decode rate; sampling and delivery not counted)",
       '(c) N-token chat sent in one request: TTFT (full prefill)',
       '(c) its next turn after a restart: TTFT (cached of prompt tokens)',
     ]);

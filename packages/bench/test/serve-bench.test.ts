@@ -167,16 +167,18 @@ describe('the report', () => {
     expect(rows.at(-1)).toMatchObject({ bmoe: '100 ms (cached 3010 of 3100; restored from --kv-dir)', llama: 'failed', ratio: '—' });
   });
 
-  it('compares one client through the server with bmoe run measured alike (tokens as received), and with its decodes alone', () => {
+  it('compares one client through the server with bmoe run --chat measured alike (tokens as received), pair by pair, and with its decodes alone', () => {
     const r: ServeBenchResult = {
       ...fakeResult(),
       runReference: { flags: ['-t', '2'], servedTokensPerSecond: [60, 66, 63], deliveredTokensPerSecond: [64, 65, 61], medianTokensPerSecond: [70, 72, 68], error: null },
     };
-    const rows = serveBenchRows(r).filter((x) => x.row.startsWith('(b) 1 client, interleaved') || x.row.startsWith('(b) 1 client, the same runs'));
+    const rows = serveBenchRows(r).filter((x) => x.row.startsWith('(b) 1 client and `bmoe run --chat`') || x.row.startsWith('(b) 1 client, the same pairs'));
     expect(rows).toHaveLength(2);
-    expect(rows[0]).toMatchObject({ bmoe: 'serve 63.0 tok/s', llama: 'bmoe run 64.0 tok/s', ratio: (63 / 64).toFixed(2) });
-    expect(rows[1]).toMatchObject({ bmoe: 'serve 63.0 tok/s', llama: 'bmoe run 70.0 tok/s', ratio: (63 / 70).toFixed(2) });
-    const failed = serveBenchRows({ ...r, runReference: { flags: [], servedTokensPerSecond: [], deliveredTokensPerSecond: [], medianTokensPerSecond: [], error: 'boom' } }).find((x) => x.row.startsWith('(b) 1 client, interleaved'));
+    expect(rows[0]!.row).toContain('3 pairs taking turns (ABBA)');
+    // the cells give the medians; the ratio is the median of the pairs' ratios (66/65), not of the medians (63/64)
+    expect(rows[0]).toMatchObject({ bmoe: 'serve 63.0 tok/s', llama: 'bmoe run 64.0 tok/s', ratio: (66 / 65).toFixed(2) });
+    expect(rows[1]).toMatchObject({ bmoe: 'serve 63.0 tok/s', llama: 'bmoe run 70.0 tok/s', ratio: (66 / 72).toFixed(2) });
+    const failed = serveBenchRows({ ...r, runReference: { flags: [], servedTokensPerSecond: [], deliveredTokensPerSecond: [], medianTokensPerSecond: [], error: 'boom' } }).find((x) => x.row.startsWith('(b) 1 client and'));
     expect(failed).toMatchObject({ bmoe: '— (failed: boom)', ratio: '—' });
   });
 

@@ -207,9 +207,15 @@ async function readChoice(gen: Generation | Outcome, shape: ResponseShapes, spec
   const held: object[] | null = holds ? [] : null;
   if (!isGeneration(gen)) return { out: gen, logprobs, held };
   const send = (chunk: object): void => void (held ? held.push(chunk) : sse?.send(chunk));
+  // The common token chunk (no metrics, no logprobs, not held) goes out as text cut from a frame built once.
+  const plain = !spec.includeMetrics && !logprobs && !held && sse !== null;
   // The request's time to first token is its first choice's.
   const out = await readGeneration(gen, spec, ctx, (delta, token, ev) => {
     if (spec.noTokens) return;
+    if (plain) {
+      if (hasContent(delta)) sse.sendJson(shape.tokenChunkJson(delta));
+      return;
+    }
     const lp = logprobs?.token(ev) ?? null;
     if (spec.includeMetrics) send(shape.chunk(delta, { token }, null, lp));
     // Without the record, a token whose text is held back (a possible stop string, an unfinished

@@ -175,6 +175,27 @@ export class ResponseShapes {
     return this.textChunk(delta.content ?? '', finish, logprobs as CompletionLogprobs | null, extra);
   }
 
+  /**
+   * `chunk(delta)`'s JSON text for a token's chunk without metrics, finish reason or logprobs (the
+   * chunk every streamed token sends): the frame around the delta is built once per choice, so a
+   * token costs one JSON.stringify of its delta.
+   */
+  tokenChunkJson(delta: MessageDelta): string {
+    this.frame ??= this.tokenFrame();
+    const body = this.chat ? JSON.stringify(chatDelta(delta)) : JSON.stringify(delta.content ?? '');
+    return this.frame[0] + body + this.frame[1];
+  }
+
+  private frame: [string, string] | null = null;
+
+  /** The text of a token chunk before and after its delta (chat) or text (raw), cut from one built the usual way. */
+  private tokenFrame(): [string, string] {
+    const MARK = '\u0000bmoe-delta\u0000';
+    const sample = this.chat ? { ...this.chunk({}), choices: [{ index: this.index, delta: MARK, finish_reason: null, logprobs: null }] } : this.textChunk(MARK);
+    const [before, after] = JSON.stringify(sample).split(JSON.stringify(MARK)) as [string, string];
+    return [before, after];
+  }
+
   /** A raw completion's chunk of `text` (the echoed prompt, with its tokens' logprobs). */
   textChunk(text: string, finish: FinishReason | null = null, logprobs: CompletionLogprobs | null = null, extra: object = this.nullUsage()): Completion {
     const { id, created, model, index } = this;

@@ -2,6 +2,7 @@
 // event) at the first event, or after `openAfterMs` of silence: until then the reply is fastify's,
 // so a refusal that comes out of preparing the prompt (too long for the context) is still a plain
 // 400, and a prompt that takes long to evaluate still gets its headers and heartbeats.
+import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 
 /** Heartbeat comment on a stream that has been silent this long (prompt processing of a big model). */
@@ -10,6 +11,8 @@ const HEARTBEAT_MS = 15_000;
 export interface Sse {
   /** One `data:` event (a JSON object, or the literal `[DONE]`), named by an `event:` line when `event` is given; opens the stream first. */
   send(data: object | '[DONE]', event?: string): void;
+  /** `send` of an object already in JSON text. */
+  sendJson(json: string, event?: string): void;
   /** The stream has started: errors from now on go into it. */
   readonly opened: boolean;
   /** Ends the stream if it opened; stops the timers either way. */
@@ -29,11 +32,26 @@ export function createSse(reply: FastifyReply, opts: SseOptions): Sse {
   let beat: NodeJS.Timeout | null = null;
   let last = Date.now();
   const writable = (): boolean => !res.destroyed && !res.writableEnded;
-  const write = (data: object | '[DONE]', event?: string): void => {
+  // Once the headers are out, each event is one write on the socket, framed as an HTTP/1.1 chunk
+  // when the response is chunked: node's res.write queues a chunk's size, data and CRLF as three
+  // writes and flushes them on the next tick, work the JS thread did between two decodes.
+  // A response waiting behind another on a pipelined connection has no socket yet: node's own
+  // res.write then.
+  const raw = (text: string): void => {
+    if (!direct) {
+      res.write(text);
+      return;
+    }
+    if (!direct.destroyed) direct.write(chunked ? `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n` : text);
+  };
+  let direct: Socket | null = null;
+  let chunked = false;
+  const writeJson = (json: string, event?: string): void => {
     if (!writable()) return;
-    res.write(`${event ? `event: ${event}\n` : ''}data: ${data === '[DONE]' ? data : JSON.stringify(data)}\n\n`);
+    raw(`${event ? `event: ${event}\n` : ''}data: ${json}\n\n`);
     last = Date.now();
   };
+  const write = (data: object | '[DONE]', event?: string): void => writeJson(data === '[DONE]' ? data : JSON.stringify(data), event);
   const open = (): void => {
     if (opened) return;
     opened = true;
@@ -45,15 +63,21 @@ export function createSse(reply: FastifyReply, opts: SseOptions): Sse {
       ...set,
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
-      connection: 'keep-alive',
+      // No Connection header of ours: node keeps the connection alive unless the client asked to
+      // close it (a forced keep-alive left such a socket open until the keep-alive timeout).
       'x-accel-buffering': 'no',
     });
+    res.flushHeaders();
+    // node chose the framing as it wrote the headers (chunked for HTTP/1.1, the body up to the
+    // connection's close for HTTP/1.0); res.end() writes the last chunk.
+    chunked = (res as unknown as { chunkedEncoding?: boolean }).chunkedEncoding === true;
+    direct = res.socket;
     if (opts.preamble) write(opts.preamble);
     // A comment line keeps proxies and client timeouts from closing a stream that is silent while
     // a big model processes the prompt; SSE parsers (the openai client's too) skip comments.
     beat = setInterval(() => {
       if (writable() && Date.now() - last >= HEARTBEAT_MS) {
-        res.write(': keep-alive\n\n');
+        raw(': keep-alive\n\n');
         last = Date.now();
       }
     }, HEARTBEAT_MS / 3);
@@ -67,6 +91,10 @@ export function createSse(reply: FastifyReply, opts: SseOptions): Sse {
     send(data, event) {
       open();
       write(data, event);
+    },
+    sendJson(json, event) {
+      open();
+      writeJson(json, event);
     },
     get opened() {
       return opened;

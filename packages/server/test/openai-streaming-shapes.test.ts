@@ -4,12 +4,14 @@
 // fields current SDKs send, usage only with `stream_options.include_usage` and then in its own
 // last chunk, and errors on a stream request: the JSON error with its status before the stream
 // starts, one SSE error event after.
-import { BmoeError } from '@bmoe/engine';
+import { connect } from 'node:net';
+import { BmoeError, type MessageDelta } from '@bmoe/engine';
 import OpenAI from 'openai';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { engineError } from '../src/errors.js';
 import type { ChatCompletionChunk, Completion } from '../src/index.js';
 import { engineSeed } from '../src/request.js';
+import { ResponseShapes } from '../src/shapes.js';
 import { SDK_HINTS, THREADS, native, postJson, serverForSuite, startServer, waitFor, type Started } from './helpers.js';
 import { readWire, wire, type Wire } from './wire.js';
 
@@ -164,6 +166,59 @@ describe.skipIf(!native)('ranges as OpenAI and llama-server take them (tiny qwen
     const err = await s.client.chat.completions.create({ model, messages: user('Hi'), max_tokens: 2, ...extra } as unknown as Params).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect(err).toMatchObject({ status: 400, param });
+  });
+
+  it('a stream is framed as its HTTP version asks: chunks for HTTP/1.1, the body to the close for HTTP/1.0; the same events', async () => {
+    const body = JSON.stringify({ messages: user('Hi'), max_tokens: 4, temperature: 0, stream: true });
+    const exchange = (version: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const { hostname, port } = new URL(s.url);
+        const sock = connect(Number(port), hostname, () => {
+          sock.write(`POST /v1/chat/completions ${version}\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        });
+        let text = '';
+        sock.setEncoding('latin1');
+        sock.on('data', (d: string) => (text += d));
+        sock.on('end', () => resolve(text));
+        sock.on('error', reject);
+      });
+    const events = (payload: string) => readWire(200, 'text/event-stream', Buffer.from(payload, 'latin1').toString('utf8'));
+    const content = (w: Wire) => w.events.map((e) => (e as unknown as ChatCompletionChunk).choices[0]?.delta.content ?? '').join('');
+    const [http11, http10] = [await exchange('HTTP/1.1'), await exchange('HTTP/1.0')];
+    const [head11, rest11] = http11.split('\r\n\r\n', 2) as [string, string];
+    expect(head11).toMatch(/transfer-encoding: chunked/i);
+    // Every chunk is its size in hex, CRLF, exactly that many bytes, CRLF; a zero-size chunk ends the body.
+    let at = http11.indexOf('\r\n\r\n') + 4;
+    let payload = '';
+    for (;;) {
+      const eol = http11.indexOf('\r\n', at);
+      const size = parseInt(http11.slice(at, eol), 16);
+      expect(Number.isNaN(size), http11.slice(at, at + 40)).toBe(false);
+      if (size === 0) break;
+      payload += http11.slice(eol + 2, eol + 2 + size);
+      expect(http11.slice(eol + 2 + size, eol + 4 + size)).toBe('\r\n');
+      at = eol + 4 + size;
+    }
+    expect(rest11.length).toBeGreaterThan(payload.length);
+    const [head10, payload10] = http10.split('\r\n\r\n', 2) as [string, string];
+    expect(head10).not.toMatch(/transfer-encoding/i);
+    const [w11, w10] = [events(payload), events(payload10)];
+    expect(w11.done && w10.done).toBe(true);
+    expect(w10.events.length).toBe(w11.events.length);
+    expect(content(w10)).toBe(content(w11));
+    expect(content(w11).length).toBeGreaterThan(0);
+  });
+
+  it('a token chunk cut from its prebuilt frame is the chunk built field by field (chat and completions, any choice, usage null or absent)', () => {
+    const deltas: MessageDelta[] = [{ content: 'a "quoted" \\ line\n' }, { reasoningContent: 'why' }, { content: 'é😀', reasoningContent: 'x' }, { content: '' }, {}];
+    for (const endpoint of ['/v1/chat/completions', '/v1/completions'] as const) {
+      for (const includeUsage of [false, true]) {
+        const shapes = new ResponseShapes(endpoint, 'm "x"', includeUsage);
+        for (const shape of [shapes, shapes.choice(2)]) {
+          for (const d of deltas) expect(shape.tokenChunkJson(d)).toBe(JSON.stringify(shape.chunk(d)));
+        }
+      }
+    }
   });
 
   it('streams carry no usage unless include_usage asks (chat and completions)', async () => {
