@@ -32,12 +32,16 @@ export function parsePeerRate(stderr: string): number | null {
 }
 
 /**
- * When each `{"type":"token",…}` line of `bmoe run --json` arrived, fed the process's stdout as
- * it is read (`push(chunk, now)`): what a program consuming the run sees, as a server's client
- * sees its stream's chunks. A line split across two reads counts when its end arrives.
+ * When each token event of `bmoe run --json` arrived, fed the process's stdout as it is read
+ * (`push(chunk, now)`): what a program consuming the run sees, as a server's client sees its
+ * stream's chunks. Each line is read as such a program reads it (parsed as JSON, its text kept),
+ * as the server's client parses each chunk: the two consumers do alike. A line split across two
+ * reads counts when its end arrives; a line that is not JSON is no event.
  */
 export class TokenLineTimes {
   readonly times: number[] = [];
+  /** The tokens' text, in order. */
+  text = '';
   private partial = '';
 
   push(chunk: string, now: number): void {
@@ -46,7 +50,15 @@ export class TokenLineTimes {
     this.partial = text.slice(end + 1);
     if (end < 0) return;
     for (const line of text.slice(0, end).split('\n')) {
-      if (line.startsWith('{"type":"token"')) this.times.push(now);
+      let ev: { type?: unknown; text?: unknown };
+      try {
+        ev = JSON.parse(line) as { type?: unknown; text?: unknown };
+      } catch {
+        continue;
+      }
+      if (ev.type !== 'token') continue;
+      this.times.push(now);
+      if (typeof ev.text === 'string') this.text += ev.text;
     }
   }
 }

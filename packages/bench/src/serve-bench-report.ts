@@ -140,7 +140,7 @@ export function runReferenceRow(r: ServeBenchResult): ReportRow[] {
   const pairs = Math.min(ref.servedTokensPerSecond.length, ref.deliveredTokensPerSecond.length);
   return [
     {
-      row: `(b) 1 client and \`bmoe run --chat\` with the same message, ${pairs} pairs taking turns (ABBA): tokens as received, medians of tok/s from first to last token (serve: SSE chunks; run: \`--json\` lines); ratio = the median of the pairs' serve ÷ run`,
+      row: `(b) 1 client and \`bmoe run --chat\` with the same message, ${pairs} pairs taking turns (ABBA): tokens as received, medians of tok/s from first to last token (each consumer parses every event: serve's SSE chunks, the run's \`--json\` lines); ratio = the median of the pairs' serve ÷ run`,
       bmoe: serve,
       llama: delivered === null ? `—${fail}` : `bmoe run ${delivered.toFixed(1)} tok/s`,
       ratio: served === null || delivered === null ? '—' : pairRatio(ref.servedTokensPerSecond, ref.deliveredTokensPerSecond),

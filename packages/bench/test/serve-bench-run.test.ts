@@ -85,7 +85,7 @@ describe.runIf(native)('bmoe bench serve on the tiny fixture', () => {
       '(a) conversation 2, turn 2: TTFT (cached of prompt tokens)',
       '(a) turn 2 TTFT ÷ turn 1 TTFT (mean of both conversations)',
       ...[1, 2, 4].flatMap((k) => [`(b) ${k} client${k === 1 ? '' : 's'}: generated tok/s (all clients)`, `(b) ${k} client${k === 1 ? '' : 's'}: time between tokens p50 / p95 (mean over clients)`]),
-      "(b) 1 client and `bmoe run --chat` with the same message, 2 pairs taking turns (ABBA): tokens as received, medians of tok/s from first to last token (serve: SSE chunks; run: `--json` lines); ratio = the median of the pairs' serve ÷ run",
+      "(b) 1 client and `bmoe run --chat` with the same message, 2 pairs taking turns (ABBA): tokens as received, medians of tok/s from first to last token (each consumer parses every event: serve's SSE chunks, the run's `--json` lines); ratio = the median of the pairs' serve ÷ run",
       "(b) 1 client, the same pairs: serve (as received) ÷ `bmoe run`'s decodes alone (median decode rate; sampling and delivery not counted)",
       '(c) N-token chat sent in one request: TTFT (full prefill)',
       '(c) its next turn after a restart: TTFT (cached of prompt tokens)',
