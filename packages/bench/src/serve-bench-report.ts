@@ -227,6 +227,13 @@ function waitingLine(r: ServeBenchResult): string {
     : `Waiting: ${bmoe}; OpenMP waiting as set for both: ${omp}${r.bmoeWait === 'upstream' ? '' : " (bmoe's op barriers follow its policy; OpenMP's, only between graphs)"}.`;
 }
 
+/** Which kernels llama-server computed its batches with (peer-env.ts). */
+function kernelsLine(r: ServeBenchResult): string {
+  return r.llamaBatchInvariant === null
+    ? "Kernels: llama-server with LLAMA_BATCH_INVARIANT=0, upstream's choice by batch size (it is built from bmoe's patched tree, whose patch 0008 would give its batches bmoe's batch-invariant kernels)."
+    : `Kernels: LLAMA_BATCH_INVARIANT=${r.llamaBatchInvariant} as set for both servers.`;
+}
+
 /** The markdown report: setup, the table, the flags, errors. */
 export function serveBenchReport(r: ServeBenchResult, command?: string): string {
   const rows = serveBenchRows(r);
@@ -239,6 +246,7 @@ export function serveBenchReport(r: ServeBenchResult, command?: string): string 
       ? 'No memory limit; both servers repack weights (their default) unless the flags below say --no-repack.'
       : `Each server inside a ${r.memLimitGiB} GiB memory cgroup; bmoe ${r.moeStream ? `streams experts (cache ${r.cacheMb ?? "the engine's default"} MiB)` : "as its settings rule chooses (a resident model bigger than memory: no repacked copy)"}, llama-server maps the file (-nr: no repacked copy).`,
     waitingLine(r),
+    kernelsLine(r),
     cal
       ? `Filler text sized at ${cal.tokensPerWord.toFixed(3)} tokens/word (the probe: ${probe('bmoe')} prompt tokens on bmoe, ${probe('llama-server')} on llama-server).`
       : 'No server answered the calibration probe.',

@@ -88,6 +88,8 @@ export interface ServeBenchResult {
   /** OMP_WAIT_POLICY / GOMP_SPINCOUNT as both servers got them from the environment (null: unset). */
   ompWaitPolicy: string | null;
   gompSpinCount: string | null;
+  /** LLAMA_BATCH_INVARIANT as set in the environment (null: unset, so llama-server got 0: upstream's kernels, peer-env.ts). */
+  llamaBatchInvariant: string | null;
   /** From the first server's warm-up: how the filler text was sized. */
   calibration: Calibration | null;
   /** Prompt tokens of the calibration probe as each server counted it (they share the GGUF's tokenizer). */

@@ -108,6 +108,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<ServeBenchRes
       model: o.model, threads: o.threads, ctxSize: o.ctxSize, memLimitGiB: o.memLimitGiB ?? null, moeStream: Boolean(o.moeStream),
       cacheMb: o.moeStream ? (o.cacheMb ?? null) : null, calibration: null, probeTokens: {}, pauseMs: o.pauseMs ?? 0,
       bmoeWait: process.env.BMOE_WAIT ?? null, ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null, gompSpinCount: process.env.GOMP_SPINCOUNT ?? null,
+      llamaBatchInvariant: process.env.LLAMA_BATCH_INVARIANT ?? null,
     },
   };
   const workDir = o.workDir ?? mkdtempSync(join(tmpdir(), 'bmoe-bench-serve-'));

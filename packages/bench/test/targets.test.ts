@@ -156,26 +156,37 @@ describe('the llama row', () => {
     expect(llama?.limited).toBe(false);
     expect(llama?.peer).toBe(true);
     expect(llama?.baseline).toBeUndefined();
-    const argv = rowArgv(o, llama as NonNullable<typeof llama>, '/tmp/x.csv', '/bin/llama-completion');
-    expect(argv).toEqual([...base, '-n', '8', '-no-cnv', '--temp', '0', '-t', '2', '--no-warmup']);
-    expect(argv).not.toContain('-nr');
-    // `peer` is unchanged: -nr, limited, the baseline's tokens.
-    expect(peer?.name).toBe('llama-completion -nr (limited)');
-    expect(peer?.limited).toBe(true);
-    expect(rowArgv(o, peer as NonNullable<typeof peer>, '/tmp/x.csv', '/bin/llama-completion')).toEqual([...base, '-n', '4', '-no-cnv', '--temp', '0', '-t', '2', '-nr', '--no-warmup']);
+    const saved = { ...process.env };
+    try {
+      delete process.env.BMOE_OMP_WAIT_DEFAULTED;
+      delete process.env.LLAMA_BATCH_INVARIANT;
+      // upstream's kernels: the tools are built from the patched tree (patch 0008)
+      const up = ['env', 'LLAMA_BATCH_INVARIANT=0'];
+      const argv = rowArgv(o, llama as NonNullable<typeof llama>, '/tmp/x.csv', '/bin/llama-completion');
+      expect(argv).toEqual([...up, ...base, '-n', '8', '-no-cnv', '--temp', '0', '-t', '2', '--no-warmup']);
+      expect(argv).not.toContain('-nr');
+      // `peer` is unchanged: -nr, limited, the baseline's tokens.
+      expect(peer?.name).toBe('llama-completion -nr (limited)');
+      expect(peer?.limited).toBe(true);
+      expect(rowArgv(o, peer as NonNullable<typeof peer>, '/tmp/x.csv', '/bin/llama-completion')).toEqual([...up, ...base, '-n', '4', '-no-cnv', '--temp', '0', '-t', '2', '-nr', '--no-warmup']);
+    } finally {
+      process.env = saved;
+    }
     // `repack` is bmoe run at its defaults, resident.
     expect(rowArgv(o, repack as NonNullable<typeof repack>, '/tmp/x.csv')).toEqual(['bmoe', 'run', 'm.gguf', '-p', 'Hi', '-n', '8', '-t', '2', '--json', '--no-moe-stream', '--csv', '/tmp/x.csv']);
   });
 
-  it("runs llama.cpp's tools without the OMP_WAIT_POLICY bmoe's loader set, keeping one the user set", () => {
-    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive', BMOE_OMP_WAIT_DEFAULTED: '1' })).toEqual(['-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED']);
-    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive' })).toEqual([]);
+  it("runs llama.cpp's tools without the OMP_WAIT_POLICY bmoe's loader set and with upstream's kernels, keeping what the user set", () => {
+    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive', BMOE_OMP_WAIT_DEFAULTED: '1' })).toEqual(['-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED', 'LLAMA_BATCH_INVARIANT=0']);
+    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive' })).toEqual(['LLAMA_BATCH_INVARIANT=0']);
+    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive', LLAMA_BATCH_INVARIANT: '1' })).toEqual([]);
     const saved = { ...process.env };
     try {
       process.env.OMP_WAIT_POLICY = 'passive';
       process.env.BMOE_OMP_WAIT_DEFAULTED = '1';
+      delete process.env.LLAMA_BATCH_INVARIANT;
       const [llama] = targetRows(100, 200, 4, ['llama']);
-      expect(rowArgv(o, llama as NonNullable<typeof llama>, '/tmp/x.csv', '/bin/llama-completion').slice(0, 6)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED', '/bin/llama-completion']);
+      expect(rowArgv(o, llama as NonNullable<typeof llama>, '/tmp/x.csv', '/bin/llama-completion').slice(0, 7)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED', 'LLAMA_BATCH_INVARIANT=0', '/bin/llama-completion']);
     } finally {
       process.env = saved;
     }
