@@ -32,6 +32,9 @@ export function createSse(reply: FastifyReply, opts: SseOptions): Sse {
   let beat: NodeJS.Timeout | null = null;
   let last = Date.now();
   const writable = (): boolean => !res.destroyed && !res.writableEnded;
+  // The socket events are written to once the stream opened, and whether node frames it as chunked.
+  let direct: Socket | null = null;
+  let chunked = false;
   // Once the headers are out, each event is one write on the socket, framed as an HTTP/1.1 chunk
   // when the response is chunked: node's res.write queues a chunk's size, data and CRLF as three
   // writes and flushes them on the next tick, work the JS thread did between two decodes.
@@ -44,8 +47,6 @@ export function createSse(reply: FastifyReply, opts: SseOptions): Sse {
     }
     if (!direct.destroyed) direct.write(chunked ? `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n` : text);
   };
-  let direct: Socket | null = null;
-  let chunked = false;
   const writeJson = (json: string, event?: string): void => {
     if (!writable()) return;
     raw(`${event ? `event: ${event}\n` : ''}data: ${json}\n\n`);
