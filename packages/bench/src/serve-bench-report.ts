@@ -229,9 +229,18 @@ function waitingLine(r: ServeBenchResult): string {
 
 /** Which kernels llama-server computed its batches with (peer-env.ts). */
 function kernelsLine(r: ServeBenchResult): string {
-  return r.llamaBatchInvariant === null
-    ? "Kernels: llama-server with LLAMA_BATCH_INVARIANT=0, upstream's choice by batch size (it is built from bmoe's patched tree, whose patch 0008 would give its batches bmoe's batch-invariant kernels)."
-    : `Kernels: LLAMA_BATCH_INVARIANT=${r.llamaBatchInvariant} as set for both servers.`;
+  const set = [
+    ['LLAMA_BATCH_INVARIANT', r.llamaBatchInvariant],
+    ['GGML_CPU_MULTI_COLUMN_DOT', r.multiColumnDot],
+  ] as const;
+  const defaulted = set.filter(([, v]) => v === null).map(([k]) => `${k}=0`);
+  const kept = set.filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`);
+  return [
+    defaulted.length > 0
+      ? `Kernels: llama-server with ${defaulted.join(' and ')}, upstream's kernels (it is built from bmoe's patched tree, whose patch 0008 would give its batches bmoe's batch-invariant kernels and patch 0009 its q6_K products over several tokens bmoe's multi-column dot product).`
+      : 'Kernels:',
+    kept.length > 0 ? `${kept.join(', ')} as set for both servers.` : '',
+  ].filter((x) => x !== '').join(' ');
 }
 
 /** The markdown report: setup, the table, the flags, errors. */

@@ -90,6 +90,8 @@ export interface ServeBenchResult {
   gompSpinCount: string | null;
   /** LLAMA_BATCH_INVARIANT as set in the environment (null: unset, so llama-server got 0: upstream's kernels, peer-env.ts). */
   llamaBatchInvariant: string | null;
+  /** GGML_CPU_MULTI_COLUMN_DOT as set in the environment (null: unset, so llama-server got 0: upstream's one column at a time, peer-env.ts). */
+  multiColumnDot: string | null;
   /** From the first server's warm-up: how the filler text was sized. */
   calibration: Calibration | null;
   /** Prompt tokens of the calibration probe as each server counted it (they share the GGUF's tokenizer). */

@@ -109,6 +109,7 @@ export async function runServeBench(o: ServeBenchOptions): Promise<ServeBenchRes
       cacheMb: o.moeStream ? (o.cacheMb ?? null) : null, calibration: null, probeTokens: {}, pauseMs: o.pauseMs ?? 0,
       bmoeWait: process.env.BMOE_WAIT ?? null, ompWaitPolicy: process.env.OMP_WAIT_POLICY ?? null, gompSpinCount: process.env.GOMP_SPINCOUNT ?? null,
       llamaBatchInvariant: process.env.LLAMA_BATCH_INVARIANT ?? null,
+      multiColumnDot: process.env.GGML_CPU_MULTI_COLUMN_DOT ?? null,
     },
   };
   const workDir = o.workDir ?? mkdtempSync(join(tmpdir(), 'bmoe-bench-serve-'));

@@ -133,7 +133,7 @@ function fakeResult(): ServeBenchResult {
   });
   const resume: ResumeRun = { build: { ttftMs: 2000, promptTokens: 3010, cachedTokens: 0 }, resume: { ttftMs: 100, promptTokens: 3100, cachedTokens: 3010 }, restoreMs: null, saveMs: null };
   return {
-    model: '/models/q30-3l.gguf', threads: 2, ctxSize: 8192, memLimitGiB: null, moeStream: false, cacheMb: null, bmoeWait: null, ompWaitPolicy: null, gompSpinCount: null, llamaBatchInvariant: null, pauseMs: 0,
+    model: '/models/q30-3l.gguf', threads: 2, ctxSize: 8192, memLimitGiB: null, moeStream: false, cacheMb: null, bmoeWait: null, ompWaitPolicy: null, gompSpinCount: null, llamaBatchInvariant: null, multiColumnDot: null, pauseMs: 0,
     calibration: calibrate(17, 577), probeTokens: { bmoe: 577, 'llama-server': 577 },
     alternating,
     load: [1, 2, 4].map((k) => ({ clients: k, sides: { bmoe: ok(load(k, 50 * k)), 'llama-server': ok(load(k, 25 * k)) } })),
@@ -190,7 +190,11 @@ describe('the report', () => {
     expect(md).toContain('Model q30-3l.gguf, 2 threads, 8192 tokens of context per slot');
     expect(md).toContain('1.400 tokens/word (the probe: 577 prompt tokens on bmoe, 577 on llama-server)');
     expect(md).toContain("Waiting: bmoe's barrier policy auto (BMOE_WAIT not set");
-    expect(md).toContain('Kernels: llama-server with LLAMA_BATCH_INVARIANT=0');
+    expect(md).toContain('Kernels: llama-server with LLAMA_BATCH_INVARIANT=0 and GGML_CPU_MULTI_COLUMN_DOT=0, upstream');
+    // A setting the user made goes to both servers and is said so; the other is still defaulted for llama-server.
+    expect(serveBenchReport({ ...r, multiColumnDot: '1' })).toContain("Kernels: llama-server with LLAMA_BATCH_INVARIANT=0, upstream's kernels");
+    expect(serveBenchReport({ ...r, multiColumnDot: '1' })).toContain('GGML_CPU_MULTI_COLUMN_DOT=1 as set for both servers.');
+    expect(serveBenchReport({ ...r, llamaBatchInvariant: '1', multiColumnDot: '0' })).toContain('Kernels: LLAMA_BATCH_INVARIANT=1, GGML_CPU_MULTI_COLUMN_DOT=0 as set for both servers.');
     expect(md).toContain('OMP_WAIT_POLICY not set for llama-server');
     expect(md).toContain('No memory limit; both servers repack weights');
     const set = serveBenchReport({ ...r, bmoeWait: 'upstream', ompWaitPolicy: 'active' });

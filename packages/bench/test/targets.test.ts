@@ -160,8 +160,9 @@ describe('the llama row', () => {
     try {
       delete process.env.BMOE_OMP_WAIT_DEFAULTED;
       delete process.env.LLAMA_BATCH_INVARIANT;
-      // upstream's kernels: the tools are built from the patched tree (patch 0008)
-      const up = ['env', 'LLAMA_BATCH_INVARIANT=0'];
+      delete process.env.GGML_CPU_MULTI_COLUMN_DOT;
+      // upstream's kernels: the tools are built from the patched tree (patches 0008, 0009)
+      const up = ['env', 'LLAMA_BATCH_INVARIANT=0', 'GGML_CPU_MULTI_COLUMN_DOT=0'];
       const argv = rowArgv(o, llama as NonNullable<typeof llama>, '/tmp/x.csv', '/bin/llama-completion');
       expect(argv).toEqual([...up, ...base, '-n', '8', '-no-cnv', '--temp', '0', '-t', '2', '--no-warmup']);
       expect(argv).not.toContain('-nr');
@@ -177,16 +178,19 @@ describe('the llama row', () => {
   });
 
   it("runs llama.cpp's tools without the OMP_WAIT_POLICY bmoe's loader set and with upstream's kernels, keeping what the user set", () => {
-    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive', BMOE_OMP_WAIT_DEFAULTED: '1' })).toEqual(['-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED', 'LLAMA_BATCH_INVARIANT=0']);
-    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive' })).toEqual(['LLAMA_BATCH_INVARIANT=0']);
-    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive', LLAMA_BATCH_INVARIANT: '1' })).toEqual([]);
+    const upstream = ['LLAMA_BATCH_INVARIANT=0', 'GGML_CPU_MULTI_COLUMN_DOT=0'];
+    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive', BMOE_OMP_WAIT_DEFAULTED: '1' })).toEqual(['-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED', ...upstream]);
+    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive' })).toEqual(upstream);
+    expect(llamaToolEnv({ OMP_WAIT_POLICY: 'passive', LLAMA_BATCH_INVARIANT: '1' })).toEqual(['GGML_CPU_MULTI_COLUMN_DOT=0']);
+    expect(llamaToolEnv({ LLAMA_BATCH_INVARIANT: '1', GGML_CPU_MULTI_COLUMN_DOT: '1' })).toEqual([]);
     const saved = { ...process.env };
     try {
       process.env.OMP_WAIT_POLICY = 'passive';
       process.env.BMOE_OMP_WAIT_DEFAULTED = '1';
       delete process.env.LLAMA_BATCH_INVARIANT;
+      delete process.env.GGML_CPU_MULTI_COLUMN_DOT;
       const [llama] = targetRows(100, 200, 4, ['llama']);
-      expect(rowArgv(o, llama as NonNullable<typeof llama>, '/tmp/x.csv', '/bin/llama-completion').slice(0, 7)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED', 'LLAMA_BATCH_INVARIANT=0', '/bin/llama-completion']);
+      expect(rowArgv(o, llama as NonNullable<typeof llama>, '/tmp/x.csv', '/bin/llama-completion').slice(0, 8)).toEqual(['env', '-u', 'OMP_WAIT_POLICY', '-u', 'BMOE_OMP_WAIT_DEFAULTED', ...upstream, '/bin/llama-completion']);
     } finally {
       process.env = saved;
     }

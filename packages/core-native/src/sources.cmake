@@ -123,7 +123,7 @@ if (NOT APPLE)
 endif()
 
 if (BMOE_DEV_TARGETS)
-    # C++ unit tests of the policy (ctest; no model, no llama.cpp).
+    # C++ unit tests (ctest; no model): the policy, and a few of llama.cpp's pieces bmoe patches or uses.
     enable_testing()
     add_executable(test_cache_policy test/cpp/test_cache_policy.cpp)
     target_link_libraries(test_cache_policy PRIVATE bmoe_policy)
@@ -157,9 +157,17 @@ if (BMOE_DEV_TARGETS)
     target_include_directories(test_answer_close PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/include ${BMOE_LLAMA_DIR}/src)
     target_link_libraries(test_answer_close PRIVATE llama llama-common)
     add_test(NAME answer_close COMMAND test_answer_close)
+    # Patch 0009's multi-column q6_K dot product against upstream's one column (ggml's CPU backend).
+    add_executable(test_q6k_columns test/cpp/test_q6k_columns.cpp)
+    target_link_libraries(test_q6k_columns PRIVATE ggml)
+    add_test(NAME q6k_columns COMMAND test_q6k_columns)
+    # ... and its speed against upstream's one column at a time (a bench script, not a test).
+    add_executable(bench_q6k_columns bench/bench_q6k_columns.cpp)
+    target_link_libraries(bench_q6k_columns PRIVATE ggml)
+    set_target_properties(bench_q6k_columns PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
     add_executable(test_reasoning_budget test/cpp/test_reasoning_budget.cpp)
     target_link_libraries(test_reasoning_budget PRIVATE bmoe_policy)
     add_test(NAME reasoning_budget COMMAND test_reasoning_budget)
     add_custom_target(bmoe_tests ALL DEPENDS test_reasoning_budget test_answer_close test_cache_policy test_cache_budget test_meminfo test_huge_pages test_route_select test_decode_choice test_wait_policy
-                                             test_grammar_limits test_schema_limits)
+                                             test_grammar_limits test_schema_limits test_q6k_columns bench_q6k_columns)
 endif()
