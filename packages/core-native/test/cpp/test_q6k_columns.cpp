@@ -1,16 +1,17 @@
 // Patch 0009: a q6_K matrix against several columns (a batch's tokens through an output head, a
-// Q4_K_M model's attn_v) takes the multi-column dot product, which must give every column the bits
-// upstream's one-column kernel gives it alone — else a token's logits would depend on what else its
-// batch holds. Checked on ggml's CPU backend over random weights (3 seeds), shapes whose rows end
-// inside a 16-row block, column counts that leave 1..3 columns over, 1 and 2 threads, and with
-// batch-invariant rows (patch 0008) on. A one-column product takes upstream's kernel, so it is the
-// reference.
+// Q4_K_M model's attn_v; the tokens routed to one q6_K expert in MUL_MAT_ID) takes the multi-column
+// dot product, which must give every column the bits upstream's one-column kernel gives it alone —
+// else a token's logits would depend on what else its batch holds. Checked on ggml's CPU backend
+// over random weights (3 seeds), shapes whose rows end inside a 16-row block, column counts that
+// leave 1..3 columns over, 1 and 2 threads, and with batch-invariant rows (patch 0008) on. A
+// one-column product (one token) takes upstream's kernel, so it is the reference.
 #include "check.h"
 
 #include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -46,6 +47,73 @@ std::vector<float> mul_mat(const std::vector<uint8_t> & w, const product & p, co
     return out;
 }
 
+// MUL_MAT_ID: `tokens` tokens, each routed to `used` of `experts` q6_K experts (ids: used × tokens),
+// their activations one per (slot, token); out: n × used × tokens.
+std::vector<float> mul_mat_id(const std::vector<uint8_t> & w, const product & p, int experts, int used, const float * x, const int32_t * ids, int tokens,
+                              int threads, bool invariant) {
+    ggml_init_params ip = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), nullptr, true };
+    ggml_context * ctx = ggml_init(ip);
+    ggml_tensor * wt = ggml_new_tensor_3d(ctx, GGML_TYPE_Q6_K, p.k, p.n, experts);
+    ggml_tensor * xt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, p.k, used, tokens);
+    ggml_tensor * it = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, used, tokens);
+    ggml_tensor * y  = ggml_mul_mat_id(ctx, wt, xt, it);
+    ggml_cgraph * gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, y);
+    ggml_backend_t be = ggml_backend_cpu_init();
+    ggml_backend_cpu_set_n_threads(be, threads);
+    ggml_backend_cpu_set_batch_invariant(be, invariant);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be);
+    ggml_backend_tensor_set(wt, w.data(), 0, w.size());
+    ggml_backend_tensor_set(xt, x, 0, sizeof(float) * (size_t) (p.k * used * tokens));
+    ggml_backend_tensor_set(it, ids, 0, sizeof(int32_t) * (size_t) (used * tokens));
+    CHECK(ggml_backend_graph_compute(be, gf) == GGML_STATUS_SUCCESS);
+    std::vector<float> out((size_t) (p.n * used * tokens));
+    ggml_backend_tensor_get(y, out.data(), 0, sizeof(float) * out.size());
+    ggml_backend_buffer_free(buf);
+    ggml_backend_free(be);
+    ggml_free(ctx);
+    return out;
+}
+
+// Every token of a routed batch against that token alone.
+void check_routed(std::mt19937 & rng, const product & p) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int experts = 6, used = 3, max_tokens = 17;
+    std::vector<float> wf((size_t) (p.k * p.n * experts));
+    for (float & v : wf) v = normal(rng);
+    std::vector<uint8_t> w(ggml_row_size(GGML_TYPE_Q6_K, p.k) * (size_t) (p.n * experts));
+    ggml_quantize_chunk(GGML_TYPE_Q6_K, wf.data(), w.data(), 0, p.n * experts, p.k, nullptr);
+    std::vector<float> x((size_t) (p.k * used * max_tokens));
+    for (float & v : x) v = normal(rng) * 4.0f;
+    // Each token picks `used` distinct experts; with 6 experts and 3 slots most experts get several tokens.
+    std::vector<int32_t> ids((size_t) (used * max_tokens));
+    for (int t = 0; t < max_tokens; t++) {
+        std::vector<int32_t> all{ 0, 1, 2, 3, 4, 5 };
+        std::shuffle(all.begin(), all.end(), rng);
+        for (int u = 0; u < used; u++) ids[(size_t) (t * used + u)] = all[(size_t) u];
+    }
+    const size_t per_token = (size_t) (p.n * used);
+    std::vector<std::vector<float>> alone;
+    for (int t = 0; t < max_tokens; t++) {
+        alone.push_back(mul_mat_id(w, p, experts, used, x.data() + p.k * used * t, ids.data() + used * t, 1, 1, false));
+    }
+    for (int tokens : { 2, 5, 9, 17 }) {
+        for (int threads : { 1, 2 }) {
+            for (bool invariant : { false, true }) {
+                const std::vector<float> y = mul_mat_id(w, p, experts, used, x.data(), ids.data(), tokens, threads, invariant);
+                for (int t = 0; t < tokens; t++) {
+                    const bool same = std::memcmp(y.data() + per_token * (size_t) t, alone[(size_t) t].data(), sizeof(float) * per_token) == 0;
+                    CHECK(same);
+                    if (!same) {
+                        std::fprintf(stderr, "MUL_MAT_ID, k %lld, n %lld: token %d of %d (%d threads, invariant %d) differs from the token alone\n",
+                                     (long long) p.k, (long long) p.n, t, tokens, threads, (int) invariant);
+                    }
+                }
+            }
+        }
+    }
+}
+
 }  // namespace
 
 int main() {
@@ -66,6 +134,7 @@ int main() {
             // The reference: each column alone.
             std::vector<std::vector<float>> alone;
             for (int c = 0; c < max_cols; c++) alone.push_back(mul_mat(w, p, x.data() + p.k * c, 1, 1, false));
+            check_routed(rng, p);
             for (int cols : col_counts) {
                 for (int threads : { 1, 2 }) {
                     for (bool invariant : { false, true }) {
