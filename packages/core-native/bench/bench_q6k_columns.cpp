@@ -4,12 +4,9 @@
 // ggml's CPU backend starts), the two taking turns for --rounds rounds; the best of each is printed
 // with the ratio. Usage:
 //   bench_q6k_columns [--rows N] [--k K] [--cols 2,4,8] [--reps R] [--rounds N] [--threads T]
-#include "ggml-backend.h"
-#include "ggml-cpu.h"
-#include "ggml.h"
+#include "../test/cpp/cpu_graph.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,25 +33,16 @@ double time_product(const options & o, int cols) {
     std::vector<float> x((size_t) (o.k * cols));
     for (float & v : x) v = normal(rng);
 
-    ggml_init_params ip = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), nullptr, true };
-    ggml_context * ctx = ggml_init(ip);
+    ggml_context * ctx = cpu_graph_context();
     ggml_tensor * wt = ggml_new_tensor_2d(ctx, GGML_TYPE_Q6_K, o.k, o.rows);
     ggml_tensor * xt = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, o.k, cols);
-    ggml_tensor * y  = ggml_mul_mat(ctx, wt, xt);
-    ggml_cgraph * gf = ggml_new_graph(ctx);
-    ggml_build_forward_expand(gf, y);
-    ggml_backend_t be = ggml_backend_cpu_init();
-    ggml_backend_cpu_set_n_threads(be, o.threads);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be);
-    ggml_backend_tensor_set(wt, w.data(), 0, w.size());
-    ggml_backend_tensor_set(xt, x.data(), 0, sizeof(float) * x.size());
-    ggml_backend_graph_compute(be, gf);
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < o.reps; i++) ggml_backend_graph_compute(be, gf);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / o.reps;
-    ggml_backend_buffer_free(buf);
-    ggml_backend_free(be);
-    ggml_free(ctx);
+    std::vector<float> out;
+    bool ok = false;
+    const double ms = cpu_compute(ctx, ggml_mul_mat(ctx, wt, xt), { { wt, w.data() }, { xt, x.data() } }, o.threads, false, o.reps, out, ok);
+    if (!ok) {
+        std::fprintf(stderr, "bench_q6k_columns: the graph failed to compute\n");
+        std::exit(1);
+    }
     return ms;
 }
 

@@ -6,10 +6,7 @@
 // leave 1..3 columns over, 1 and 2 threads, and with batch-invariant rows (patch 0008) on. A
 // one-column product (one token) takes upstream's kernel, so it is the reference.
 #include "check.h"
-
-#include "ggml-backend.h"
-#include "ggml-cpu.h"
-#include "ggml.h"
+#include "cpu_graph.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -25,25 +22,13 @@ struct product {
 
 // y = W x for `cols` columns of x, computed by the CPU backend in one graph.
 std::vector<float> mul_mat(const std::vector<uint8_t> & w, const product & p, const float * x, int cols, int threads, bool invariant) {
-    ggml_init_params ip = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), nullptr, true };
-    ggml_context * ctx = ggml_init(ip);
+    ggml_context * ctx = cpu_graph_context();
     ggml_tensor * wt = ggml_new_tensor_2d(ctx, GGML_TYPE_Q6_K, p.k, p.n);
     ggml_tensor * xt = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, p.k, cols);
-    ggml_tensor * y  = ggml_mul_mat(ctx, wt, xt);
-    ggml_cgraph * gf = ggml_new_graph(ctx);
-    ggml_build_forward_expand(gf, y);
-    ggml_backend_t be = ggml_backend_cpu_init();
-    ggml_backend_cpu_set_n_threads(be, threads);
-    ggml_backend_cpu_set_batch_invariant(be, invariant);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be);
-    ggml_backend_tensor_set(wt, w.data(), 0, w.size());
-    ggml_backend_tensor_set(xt, x, 0, sizeof(float) * (size_t) (p.k * cols));
-    CHECK(ggml_backend_graph_compute(be, gf) == GGML_STATUS_SUCCESS);
-    std::vector<float> out((size_t) (p.n * cols));
-    ggml_backend_tensor_get(y, out.data(), 0, sizeof(float) * out.size());
-    ggml_backend_buffer_free(buf);
-    ggml_backend_free(be);
-    ggml_free(ctx);
+    std::vector<float> out;
+    bool ok = false;
+    cpu_compute(ctx, ggml_mul_mat(ctx, wt, xt), { { wt, w.data() }, { xt, x } }, threads, invariant, 0, out, ok);
+    CHECK(ok);
     return out;
 }
 
@@ -51,27 +36,14 @@ std::vector<float> mul_mat(const std::vector<uint8_t> & w, const product & p, co
 // their activations one per (slot, token); out: n × used × tokens.
 std::vector<float> mul_mat_id(const std::vector<uint8_t> & w, const product & p, int experts, int used, const float * x, const int32_t * ids, int tokens,
                               int threads, bool invariant) {
-    ggml_init_params ip = { 8 * ggml_tensor_overhead() + ggml_graph_overhead(), nullptr, true };
-    ggml_context * ctx = ggml_init(ip);
+    ggml_context * ctx = cpu_graph_context();
     ggml_tensor * wt = ggml_new_tensor_3d(ctx, GGML_TYPE_Q6_K, p.k, p.n, experts);
     ggml_tensor * xt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, p.k, used, tokens);
     ggml_tensor * it = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, used, tokens);
-    ggml_tensor * y  = ggml_mul_mat_id(ctx, wt, xt, it);
-    ggml_cgraph * gf = ggml_new_graph(ctx);
-    ggml_build_forward_expand(gf, y);
-    ggml_backend_t be = ggml_backend_cpu_init();
-    ggml_backend_cpu_set_n_threads(be, threads);
-    ggml_backend_cpu_set_batch_invariant(be, invariant);
-    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be);
-    ggml_backend_tensor_set(wt, w.data(), 0, w.size());
-    ggml_backend_tensor_set(xt, x, 0, sizeof(float) * (size_t) (p.k * used * tokens));
-    ggml_backend_tensor_set(it, ids, 0, sizeof(int32_t) * (size_t) (used * tokens));
-    CHECK(ggml_backend_graph_compute(be, gf) == GGML_STATUS_SUCCESS);
-    std::vector<float> out((size_t) (p.n * used * tokens));
-    ggml_backend_tensor_get(y, out.data(), 0, sizeof(float) * out.size());
-    ggml_backend_buffer_free(buf);
-    ggml_backend_free(be);
-    ggml_free(ctx);
+    std::vector<float> out;
+    bool ok = false;
+    cpu_compute(ctx, ggml_mul_mat_id(ctx, wt, xt, it), { { wt, w.data() }, { xt, x }, { it, ids } }, threads, invariant, 0, out, ok);
+    CHECK(ok);
     return out;
 }
 
