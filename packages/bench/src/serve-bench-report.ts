@@ -2,6 +2,7 @@
 // bmoe / llama-server, then the flags each server got. Pure: from a ServeBenchResult to text.
 import { basename } from 'node:path';
 import { mean } from './serve-bench-script.js';
+import { UPSTREAM_KERNELS } from './peer-env.js';
 import { roundRatio, type LoadRows, type LoadRun, type ResumeRun, type ServeBenchResult, type SidePair, type SideRun, type TurnSample } from './serve-bench.js';
 import type { Side } from './serve-bench-servers.js';
 import { median } from './waiting.js';
@@ -229,18 +230,14 @@ function waitingLine(r: ServeBenchResult): string {
 
 /** Which kernels llama-server computed its batches with (peer-env.ts). */
 function kernelsLine(r: ServeBenchResult): string {
-  const set = [
-    ['LLAMA_BATCH_INVARIANT', r.llamaBatchInvariant],
-    ['GGML_CPU_MULTI_COLUMN_DOT', r.multiColumnDot],
-  ] as const;
-  const defaulted = set.filter(([, v]) => v === null).map(([k]) => `${k}=0`);
-  const kept = set.filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`);
-  return [
-    defaulted.length > 0
-      ? `Kernels: llama-server with ${defaulted.join(' and ')}, upstream's kernels (it is built from bmoe's patched tree, whose patch 0008 would give its batches bmoe's batch-invariant kernels and patch 0009 its q6_K products over several tokens bmoe's multi-column dot product).`
-      : 'Kernels:',
-    kept.length > 0 ? `${kept.join(', ')} as set for both servers.` : '',
-  ].filter((x) => x !== '').join(' ');
+  const set: Record<keyof typeof UPSTREAM_KERNELS, string | null> = { LLAMA_BATCH_INVARIANT: r.llamaBatchInvariant, GGML_CPU_MULTI_COLUMN_DOT: r.multiColumnDot };
+  const entries = Object.entries(set) as [keyof typeof UPSTREAM_KERNELS, string | null][];
+  const defaulted = entries.filter(([, v]) => v === null).map(([k]) => `${k}=${UPSTREAM_KERNELS[k]}`);
+  const kept = entries.filter(([, v]) => v !== null).map(([k, v]) => `${k}=${v}`);
+  const upstream = defaulted.length > 0
+    ? ` llama-server with ${defaulted.join(' and ')}, upstream's kernels (it is built from bmoe's patched tree, whose patch 0008 would give its batches bmoe's batch-invariant kernels and patch 0009 its q6_K products over several tokens bmoe's multi-column dot product).`
+    : '';
+  return `Kernels:${upstream}${kept.length > 0 ? ` ${kept.join(', ')} as set for both servers.` : ''}`;
 }
 
 /** The markdown report: setup, the table, the flags, errors. */
